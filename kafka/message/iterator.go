@@ -1,0 +1,104 @@
+package message
+
+import (
+	"fmt"
+)
+
+// Iterator walks a message set without allocating. The zero value is an
+// empty iterator; NewIterator or Reset gives it a set.
+//
+// Next stops cleanly at a partial tail: a fetch response may end in the
+// middle of a message (SPEC §4), and the consumer keeps the whole messages
+// and fetches again from NextOffset of the last one. Err is then nil and
+// Remaining tells how many bytes were left over. Next stops with Err set on a
+// structurally impossible message (bad magic, N too small). It does not check
+// CRCs: call Message().Valid(), or use Validate.
+type Iterator struct {
+	set  []byte
+	base int64 // offset of set[0]
+	pos  int   // start of the next message in set
+	cur  int   // start of the current message
+	end  int   // end of the current message
+	err  error
+}
+
+// NewIterator returns an iterator over set, whose first byte is at offset
+// base in its partition.
+func NewIterator(set []byte, base int64) Iterator {
+	return Iterator{set: set, base: base}
+}
+
+// Reset points the iterator at a new set, reusing it.
+func (it *Iterator) Reset(set []byte, base int64) {
+	*it = Iterator{set: set, base: base}
+}
+
+// Next advances to the next whole message. It returns false at the end of the
+// set, at a partial tail, or on a corrupt message (see Err).
+func (it *Iterator) Next() bool {
+	if it.err != nil {
+		return false
+	}
+	rest := it.set[it.pos:]
+	if len(rest) < LengthSize+1 {
+		return false
+	}
+	size, err := checkHeader(rest, it.base+int64(it.pos))
+	if err != nil {
+		it.err = err
+		return false
+	}
+	if size > len(rest) {
+		return false // partial tail
+	}
+	it.cur = it.pos
+	it.end = it.pos + size
+	it.pos = it.end
+	return true
+}
+
+// Message is the current message; valid until the set's buffer is reused.
+func (it *Iterator) Message() Message { return Message(it.set[it.cur:it.end:it.end]) }
+
+// Offset is the offset of the current message.
+func (it *Iterator) Offset() int64 { return it.base + int64(it.cur) }
+
+// NextOffset is the offset just after the current message: Offset()+4+N.
+func (it *Iterator) NextOffset() int64 { return it.base + int64(it.end) }
+
+// Err is the error that stopped Next, nil at a clean end or a partial tail.
+func (it *Iterator) Err() error { return it.err }
+
+// Consumed is the number of bytes of whole messages passed so far.
+func (it *Iterator) Consumed() int { return it.pos }
+
+// Remaining is the number of bytes after the last whole message returned.
+func (it *Iterator) Remaining() int { return len(it.set) - it.pos }
+
+// Validate checks every message of set, CRC included. valid is the number of
+// bytes of whole good messages from the start of the set, count their number.
+// A partial tail is not an error (valid then stops short of len(set)); a
+// corrupt message or a CRC mismatch is, and valid stops before it.
+func Validate(set []byte) (valid int, count int, err error) {
+	it := NewIterator(set, 0)
+	for it.Next() {
+		if m := it.Message(); !m.Valid() {
+			return it.cur, count, fmt.Errorf("%w at offset %d (stored %08x)", ErrChecksum, it.cur, m.Checksum())
+		}
+		count++
+	}
+	return it.Consumed(), count, it.Err()
+}
+
+// ValidateWhole is Validate for a set that must hold whole messages only, as a
+// producer request does: a partial tail is ErrTruncated.
+func ValidateWhole(set []byte) (count int, err error) {
+	valid, count, err := Validate(set)
+	if err != nil {
+		return count, err
+	}
+	if valid != len(set) {
+		return count, fmt.Errorf("%w: %d bytes left after %d whole messages (%d bytes)", ErrTruncated, len(set)-valid, count, valid)
+	}
+	return count, nil
+}
