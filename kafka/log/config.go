@@ -1,0 +1,155 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Config holds the storage settings of server.properties (SPEC §3). The
+// property each field comes from is named next to it.
+type Config struct {
+	// FileSize is log.file.size: a new segment is rolled once the active one
+	// has reached this many bytes.
+	FileSize int64
+	// FlushInterval is log.flush.interval: fsync after this many messages.
+	// Zero or less turns the count-based flush off (the timer still runs).
+	FlushInterval int
+	// FlushIntervalMs is log.default.flush.interval.ms: the Manager fsyncs a
+	// partition with unflushed data at least this often. Zero or less turns
+	// the timer off.
+	FlushIntervalMs int
+	// RetentionHours is log.retention.hours: segments whose file was last
+	// modified longer ago than this are deleted. Zero or less turns it off.
+	RetentionHours int
+	// RetentionSize is log.retention.size: the oldest segments are deleted
+	// while the partition is larger than this. -1 (or any value <= 0) is off.
+	RetentionSize int64
+	// CleanupIntervalMins is log.cleanup.interval.mins: how often the Manager
+	// applies the retention rules. Zero or less turns the check off.
+	CleanupIntervalMins int
+	// NumPartitions is num.partitions: partitions of a topic on this broker.
+	NumPartitions int
+	// TopicPartitions is topic.partition.count.map: per-topic overrides of
+	// NumPartitions.
+	TopicPartitions map[string]int
+}
+
+// DefaultConfig returns the defaults of Kafka 0.7 (SPEC §3).
+func DefaultConfig() Config {
+	return Config{
+		FileSize:            1 << 30,
+		FlushInterval:       500,
+		FlushIntervalMs:     3000,
+		RetentionHours:      168,
+		RetentionSize:       -1,
+		CleanupIntervalMins: 10,
+		NumPartitions:       1,
+	}
+}
+
+func (c Config) validate() error {
+	if c.FileSize <= 0 {
+		return fmt.Errorf("log: invalid config: log.file.size %d must be positive", c.FileSize)
+	}
+	return nil
+}
+
+var (
+	// ErrInvalidTopic: the topic name cannot be used as a directory name.
+	ErrInvalidTopic = errors.New("log: invalid topic name")
+	// ErrInvalidPartition: the partition number is outside [0, Partitions(topic)).
+	ErrInvalidPartition = errors.New("log: invalid partition")
+	// ErrOffsetOutOfRange: a read below the first segment or past the high-water mark.
+	ErrOffsetOutOfRange = errors.New("log: offset out of range")
+	// ErrInvalidMessage: an appended set has a bad CRC, bad magic or a partial tail.
+	ErrInvalidMessage = errors.New("log: invalid message set")
+	// ErrInvalidFetchSize: a read asked for a negative number of bytes.
+	ErrInvalidFetchSize = errors.New("log: invalid fetch size")
+	// ErrClosed: the log or manager has been closed.
+	ErrClosed = errors.New("log: closed")
+	// ErrSegmentGap: consecutive segment files do not tile the logical log
+	// (start[i] + size[i] != start[i+1]).
+	ErrSegmentGap = errors.New("log: segments do not tile")
+)
+
+// maxTopicLength bounds a topic name so that "<topic>-<partition>" stays a
+// legal file name (255 bytes on common file systems) for any partition number.
+const maxTopicLength = 255 - 1 - 10
+
+// ValidateTopic reports whether name may be used as a topic. A topic name
+// becomes a directory name, so it must be checked before any path is built
+// from it: letters, digits, '.', '_' and '-' only, not "." or "..", at most
+// 244 bytes (so "<topic>-<partition>" fits in a 255-byte file name).
+func ValidateTopic(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty name", ErrInvalidTopic)
+	}
+	if len(name) > maxTopicLength {
+		return fmt.Errorf("%w: %d bytes long, the limit is %d", ErrInvalidTopic, len(name), maxTopicLength)
+	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return fmt.Errorf("%w: %q has the character %q at byte %d (allowed: letters, digits, '.', '_', '-')",
+				ErrInvalidTopic, name, c, i)
+		}
+	}
+	return nil
+}
+
+// partitionDirName is "<topic>-<partition>"; the topic must be valid.
+func partitionDirName(topic string, partition int) string {
+	return topic + "-" + strconv.Itoa(partition)
+}
+
+// parsePartitionDir splits "<topic>-<partition>" at the last '-'.
+func parsePartitionDir(name string) (topic string, partition int, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return "", 0, false
+	}
+	topic, num := name[:i], name[i+1:]
+	for j := 0; j < len(num); j++ {
+		if num[j] < '0' || num[j] > '9' {
+			return "", 0, false
+		}
+	}
+	p, err := strconv.Atoi(num)
+	if err != nil || ValidateTopic(topic) != nil {
+		return "", 0, false
+	}
+	return topic, p, true
+}
+
+// segmentExt is the extension of segment files.
+const segmentExt = ".kafka"
+
+// segmentFileName is the start offset zero-padded to 20 digits plus ".kafka".
+func segmentFileName(start int64) string {
+	return fmt.Sprintf("%020d%s", start, segmentExt)
+}
+
+// parseSegmentFileName returns the start offset of a segment file name.
+func parseSegmentFileName(name string) (int64, bool) {
+	if len(name) != 20+len(segmentExt) || !strings.HasSuffix(name, segmentExt) {
+		return 0, false
+	}
+	digits := name[:20]
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	start, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return start, true
+}

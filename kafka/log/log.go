@@ -1,0 +1,346 @@
+package log
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"kafkarepro/kafka/message"
+)
+
+// writeBufferSize is the user-space buffer in front of the active segment.
+// Small appends (one 200-byte message) are copied here and reach the file
+// in one write per buffer-full, not one system call per message; a set at
+// least this large is written straight to the file.
+const writeBufferSize = 64 << 10
+
+// Log is one partition: a sorted list of segments, of which only the last
+// one is appended to. Append, Flush and DeleteOldSegments may be called
+// from any goroutine; Read and the offset getters never take the append
+// lock, so consumers are not slowed down by producers.
+type Log struct {
+	dir string
+	cfg Config
+
+	// mu serializes appends, rolls and deletions, and guards the fields
+	// below it. Readers do not take it.
+	mu        sync.Mutex
+	buf       []byte // bytes of the active segment not yet written to its file
+	written   int64  // bytes of the active segment already in its file
+	unflushed int    // messages appended since the last flush began
+
+	segs   atomic.Pointer[[]*segment] // sorted by start; replaced, never modified
+	leo    atomic.Int64               // log end offset: everything appended
+	hwm    atomic.Int64               // high-water mark: everything fsynced
+	closed atomic.Bool
+
+	flushMu sync.Mutex    // one flush at a time
+	toSync  []*segment    // scratch for flush, guarded by flushMu
+	flushCh chan struct{} // wakes the flusher goroutine; capacity 1
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// Open loads (or creates) the partition log in dir. With recover set, the
+// last segment is first scanned and truncated after its last whole message
+// with a matching CRC (paper §3.3); use it after an unclean shutdown. Every
+// byte found on disk counts as flushed. Open starts a flusher goroutine;
+// Close stops it.
+func Open(dir string, cfg Config, recover bool) (*Log, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	segs, err := loadSegments(dir, recover)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		dir:     dir,
+		cfg:     cfg,
+		buf:     make([]byte, 0, writeBufferSize),
+		flushCh: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	last := segs[len(segs)-1]
+	l.written = last.size.Load()
+	l.segs.Store(&segs)
+	l.leo.Store(last.end())
+	l.hwm.Store(last.end())
+	l.wg.Add(1)
+	go l.flushLoop()
+	return l, nil
+}
+
+// Dir is the partition's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Append validates every message of set and appends the whole set to the
+// active segment, returning the offset of its first message. A set with a
+// bad CRC, a bad magic or a partial tail is refused whole (ErrInvalidMessage
+// wrapping the cause), so the log never holds a message a consumer would
+// reject. An empty set appends nothing. The bytes become readable only once
+// flushed (see HighWaterMark).
+func (l *Log) Append(set []byte) (offset int64, err error) {
+	// §3.3: every message carries a CRC; check them all before writing any.
+	count, err := message.ValidateWhole(set)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %d-byte set refused whole: %w", ErrInvalidMessage, len(set), err)
+	}
+	if len(set) == 0 {
+		return l.leo.Load(), nil
+	}
+
+	l.mu.Lock()
+	if l.closed.Load() {
+		l.mu.Unlock()
+		return 0, fmt.Errorf("%w: append to %s", ErrClosed, l.dir)
+	}
+	segs := *l.segs.Load()
+	active := segs[len(segs)-1]
+	// §3.1: segment files of roughly the same size. A set never spans two
+	// segments: the roll happens before an append that would start at or
+	// past log.file.size.
+	if active.size.Load() >= l.cfg.FileSize {
+		if active, err = l.rollLocked(); err != nil {
+			l.mu.Unlock()
+			return 0, err
+		}
+	}
+	offset = l.leo.Load()
+	if len(l.buf)+len(set) > cap(l.buf) {
+		if err := l.drainLocked(active); err != nil {
+			l.mu.Unlock()
+			return 0, err
+		}
+	}
+	if len(set) >= cap(l.buf) {
+		if _, err := active.file.WriteAt(set, l.written); err != nil {
+			l.mu.Unlock()
+			return 0, fmt.Errorf("log: append %d bytes to %s at position %d: %w", len(set), active.path, l.written, err)
+		}
+		l.written += int64(len(set))
+	} else {
+		l.buf = append(l.buf, set...)
+	}
+	active.size.Add(int64(len(set)))
+	l.leo.Store(offset + int64(len(set)))
+	l.unflushed += count
+	due := l.cfg.FlushInterval > 0 && l.unflushed >= l.cfg.FlushInterval
+	l.mu.Unlock()
+
+	if due {
+		// §3.1: flush after a number of messages. The fsync runs on the
+		// flusher goroutine, so this producer does not wait for the disk.
+		l.signalFlush()
+	}
+	return offset, nil
+}
+
+// drainLocked writes the buffer to the active segment's file. l.mu is held.
+// On error the buffer is kept and the next drain rewrites it at the same
+// position.
+func (l *Log) drainLocked(active *segment) error {
+	if len(l.buf) == 0 {
+		return nil
+	}
+	if _, err := active.file.WriteAt(l.buf, l.written); err != nil {
+		return fmt.Errorf("log: write %d buffered bytes to %s at position %d: %w", len(l.buf), active.path, l.written, err)
+	}
+	l.written += int64(len(l.buf))
+	l.buf = l.buf[:0]
+	return nil
+}
+
+// rollLocked starts a new empty segment at the log end offset and returns
+// it. l.mu is held. The old segment is written out and fsynced first, so it
+// is fully flushed as it becomes read-only, and only the last segment of a
+// log can ever hold unsynced bytes: that is why recovery after a crash needs
+// to scan the last segment only. This fsync under the append lock covers at
+// most the bytes since the last flush and happens once per log.file.size.
+func (l *Log) rollLocked() (*segment, error) {
+	segs := *l.segs.Load()
+	old := segs[len(segs)-1]
+	if err := l.drainLocked(old); err != nil {
+		return nil, err
+	}
+	if err := old.file.Sync(); err != nil {
+		return nil, fmt.Errorf("log: fsync %s before rolling: %w", old.path, err)
+	}
+	l.raiseHighWaterMark(old.end())
+	s, err := createSegment(l.dir, l.leo.Load())
+	if err != nil {
+		return nil, err
+	}
+	next := make([]*segment, len(segs)+1)
+	copy(next, segs)
+	next[len(segs)] = s
+	l.segs.Store(&next)
+	l.written = 0
+	slog.Debug("log: rolled segment", "dir", l.dir, "start", s.start, "previous", old.path, "previousSize", old.size.Load())
+	return s, nil
+}
+
+// signalFlush wakes the flusher without blocking; a wake-up already pending
+// covers this one too.
+func (l *Log) signalFlush() {
+	select {
+	case l.flushCh <- struct{}{}:
+	default:
+	}
+}
+
+func (l *Log) flushLoop() {
+	defer l.wg.Done()
+	for {
+		select {
+		case <-l.flushCh:
+			if err := l.flush(); err != nil {
+				slog.Error("log: background flush failed", "dir", l.dir, "err", err)
+			}
+		case <-l.done:
+			return
+		}
+	}
+}
+
+// Flush writes out the buffer, fsyncs every segment holding unflushed bytes,
+// and then moves the high-water mark to what was written.
+func (l *Log) Flush() error {
+	if l.closed.Load() {
+		return fmt.Errorf("%w: flush %s", ErrClosed, l.dir)
+	}
+	return l.flush()
+}
+
+func (l *Log) flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+
+	// Under the append lock only long enough to write out the buffer (one
+	// write) and note the size S to publish.
+	l.mu.Lock()
+	segs := *l.segs.Load()
+	if err := l.drainLocked(segs[len(segs)-1]); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	target := l.leo.Load()
+	l.unflushed = 0
+	hwm := l.hwm.Load()
+	toSync := l.toSync[:0]
+	for i := len(segs) - 1; i >= 0 && segs[i].end() > hwm; i-- {
+		segs[i].acquire() // always succeeds: the list still holds it
+		toSync = append(toSync, segs[i])
+	}
+	l.mu.Unlock()
+
+	var err error
+	for i, s := range toSync {
+		if e := s.file.Sync(); e != nil && err == nil {
+			err = fmt.Errorf("log: fsync %s: %w", s.path, e)
+		}
+		s.release()
+		toSync[i] = nil
+	}
+	l.toSync = toSync[:0]
+	if err != nil {
+		return err
+	}
+	// §3.1: messages are only exposed to consumers after they are flushed.
+	l.raiseHighWaterMark(target)
+	return nil
+}
+
+// raiseHighWaterMark moves the high-water mark forward to hw, never back.
+func (l *Log) raiseHighWaterMark(hw int64) {
+	for {
+		cur := l.hwm.Load()
+		if hw <= cur || l.hwm.CompareAndSwap(cur, hw) {
+			return
+		}
+	}
+}
+
+// HighWaterMark is the flushed end of the log: consumers may read up to it.
+func (l *Log) HighWaterMark() int64 { return l.hwm.Load() }
+
+// LogEndOffset is the offset the next appended message will get.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// dirty reports whether some appended bytes are not yet flushed.
+func (l *Log) dirty() bool { return l.leo.Load() > l.hwm.Load() }
+
+// Read returns the bytes of the log from offset up to offset+maxSize, cut at
+// the high-water mark and at the end of the segment holding offset (so a
+// Chunk lies in one file). It may end in the middle of a message; the
+// consumer keeps the whole messages and fetches again from the first byte
+// it did not use. An offset below the first segment or past the high-water
+// mark is ErrOffsetOutOfRange; offset == HighWaterMark gives an empty Chunk.
+// A non-empty Chunk must be released.
+func (l *Log) Read(offset int64, maxSize int) (Chunk, error) {
+	if maxSize < 0 {
+		return Chunk{}, fmt.Errorf("%w: %d bytes asked from %s", ErrInvalidFetchSize, maxSize, l.dir)
+	}
+	for {
+		if l.closed.Load() {
+			return Chunk{}, fmt.Errorf("%w: read from %s", ErrClosed, l.dir)
+		}
+		// Load the high-water mark before the list: every byte below it is
+		// then in a segment of the list (segments are only added after it).
+		hwm := l.hwm.Load()
+		segs := *l.segs.Load()
+		if offset > hwm || offset < segs[0].start {
+			return Chunk{}, fmt.Errorf("%w: offset %d of %s is outside [%d, %d]",
+				ErrOffsetOutOfRange, offset, l.dir, segs[0].start, hwm)
+		}
+		// §3.1: binary-search the in-memory list of segment start offsets.
+		i := sort.Search(len(segs), func(i int) bool { return segs[i].start > offset }) - 1
+		s := segs[i]
+		end := hwm
+		if i+1 < len(segs) && segs[i+1].start < end {
+			end = segs[i+1].start
+		}
+		n := min(end-offset, int64(maxSize))
+		if n <= 0 {
+			return Chunk{}, nil
+		}
+		if !s.acquire() {
+			continue // deleted meanwhile: look again, the offset is now out of range
+		}
+		return Chunk{File: s.file, Pos: offset - s.start, Len: n, seg: s}, nil
+	}
+}
+
+// ReadBytes is Read copied into a new slice, for tests and tools.
+func (l *Log) ReadBytes(offset int64, maxSize int) ([]byte, error) {
+	c, err := l.Read(offset, maxSize)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Release()
+	b := make([]byte, c.Len)
+	if _, err := c.ReadAt(b); err != nil {
+		return nil, fmt.Errorf("log: read %d bytes of %s at position %d: %w", c.Len, c.seg.path, c.Pos, err)
+	}
+	return b, nil
+}
+
+// Close flushes the log, stops its flusher and drops the list's hold on
+// every segment file (files pinned by unreleased Chunks close on Release).
+// Closing twice is a no-op.
+func (l *Log) Close() error {
+	if !l.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(l.done)
+	l.wg.Wait()
+	err := l.flush()
+	l.mu.Lock()
+	for _, s := range *l.segs.Load() {
+		s.release()
+	}
+	l.mu.Unlock()
+	return err
+}

@@ -1,0 +1,283 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// CleanShutdownFile is the marker a clean shutdown leaves in the log
+// directory; without it the next start recovers every partition (§3.3).
+const CleanShutdownFile = ".kafka_cleanshutdown"
+
+type partitionKey struct {
+	topic     string
+	partition int
+}
+
+// Manager owns every partition log under one log directory (log.dir): it
+// loads them at start, creates them on first use, fsyncs them on a timer,
+// applies retention periodically, and marks a clean shutdown on Close.
+type Manager struct {
+	dir string
+	cfg Config
+
+	mu     sync.RWMutex
+	logs   map[partitionKey]*Log
+	closed bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// NewManager loads every partition directory "<topic>-<partition>" under dir
+// (creating dir if needed). If the clean-shutdown marker is absent the last
+// segment of each partition is recovered first; the marker is then removed,
+// so a crash from now on is noticed at the next start. Stray files and
+// directories are logged and left alone. NewManager starts the flush-timer
+// and retention goroutines; Close stops them.
+func NewManager(dir string, cfg Config) (*Manager, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log: create log directory %s: %w", dir, err)
+	}
+	marker := filepath.Join(dir, CleanShutdownFile)
+	_, statErr := os.Stat(marker)
+	clean := statErr == nil
+	if !clean {
+		slog.Info("log: no clean-shutdown marker, recovering the last segment of every partition", "dir", dir)
+	}
+
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: list log directory %s: %w", dir, err)
+	}
+	m := &Manager{dir: dir, cfg: cfg, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
+	for _, e := range entries {
+		if e.Name() == CleanShutdownFile {
+			continue
+		}
+		topic, partition, ok := parsePartitionDir(e.Name())
+		if !ok || !e.IsDir() {
+			slog.Warn("log: ignoring stray entry in log directory", "dir", dir, "name", e.Name())
+			continue
+		}
+		l, err := Open(filepath.Join(dir, e.Name()), cfg, !clean)
+		if err != nil {
+			m.closeLogs()
+			return nil, fmt.Errorf("log: load partition %s of %s: %w", e.Name(), dir, err)
+		}
+		m.logs[partitionKey{topic, partition}] = l
+	}
+	if clean {
+		if err := os.Remove(marker); err != nil {
+			m.closeLogs()
+			return nil, fmt.Errorf("log: remove clean-shutdown marker %s: %w", marker, err)
+		}
+		if err := syncDir(dir); err != nil {
+			m.closeLogs()
+			return nil, err
+		}
+	}
+	slog.Info("log: loaded logs", "dir", dir, "partitions", len(m.logs), "recovered", !clean)
+
+	if cfg.FlushIntervalMs > 0 {
+		m.wg.Add(1)
+		go m.flushTimer(time.Duration(cfg.FlushIntervalMs) * time.Millisecond)
+	}
+	if cfg.CleanupIntervalMins > 0 {
+		m.wg.Add(1)
+		go m.retentionTimer(time.Duration(cfg.CleanupIntervalMins) * time.Minute)
+	}
+	return m, nil
+}
+
+// Dir is the log directory.
+func (m *Manager) Dir() string { return m.dir }
+
+// Partitions is the number of partitions topic has on this broker:
+// topic.partition.count.map's value for it, else num.partitions (at least 1).
+func (m *Manager) Partitions(topic string) int {
+	if n, ok := m.cfg.TopicPartitions[topic]; ok && n > 0 {
+		return n
+	}
+	return max(m.cfg.NumPartitions, 1)
+}
+
+// Get returns the log of a partition if it exists.
+func (m *Manager) Get(topic string, partition int) (*Log, bool) {
+	m.mu.RLock()
+	l, ok := m.logs[partitionKey{topic, partition}]
+	m.mu.RUnlock()
+	return l, ok
+}
+
+// GetOrCreate returns the log of a partition, creating its directory on
+// first use (topics are created by their first produce). The topic name is
+// validated before any path is built from it, and the partition must lie in
+// [0, Partitions(topic)).
+func (m *Manager) GetOrCreate(topic string, partition int) (*Log, error) {
+	if l, ok := m.Get(topic, partition); ok {
+		return l, nil
+	}
+	if err := ValidateTopic(topic); err != nil {
+		return nil, err
+	}
+	if n := m.Partitions(topic); partition < 0 || partition >= n {
+		return nil, fmt.Errorf("%w: partition %d of topic %q, which has partitions 0..%d", ErrInvalidPartition, partition, topic, n-1)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("%w: create %s-%d in %s", ErrClosed, topic, partition, m.dir)
+	}
+	key := partitionKey{topic, partition}
+	if l, ok := m.logs[key]; ok {
+		return l, nil
+	}
+	l, err := Open(filepath.Join(m.dir, partitionDirName(topic, partition)), m.cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	m.logs[key] = l
+	slog.Info("log: created partition", "topic", topic, "partition", partition, "dir", l.Dir())
+	return l, nil
+}
+
+// Topics lists the topics with at least one partition here, sorted.
+func (m *Manager) Topics() []string {
+	m.mu.RLock()
+	seen := make(map[string]bool)
+	for k := range m.logs {
+		seen[k.topic] = true
+	}
+	m.mu.RUnlock()
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// snapshot returns the current logs without holding the lock afterwards.
+func (m *Manager) snapshot() []*Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, l := range m.logs {
+		out = append(out, l)
+	}
+	return out
+}
+
+// FlushAll flushes every partition now.
+func (m *Manager) FlushAll() error {
+	var errs []error
+	for _, l := range m.snapshot() {
+		if err := l.Flush(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flushTimer wakes the flusher of every partition with unflushed bytes once
+// per interval (§3.1: flush after a certain amount of time has elapsed), so
+// no flushed-but-invisible data waits longer than that.
+func (m *Manager) flushTimer(every time.Duration) {
+	defer m.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			for _, l := range m.snapshot() {
+				if l.dirty() {
+					l.signalFlush()
+				}
+			}
+		case <-m.stop:
+			return
+		}
+	}
+}
+
+// retentionTimer applies the retention rules to every partition once per
+// interval (log.cleanup.interval.mins).
+func (m *Manager) retentionTimer(every time.Duration) {
+	defer m.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case now := <-t.C:
+			m.DeleteOldSegments(now)
+		case <-m.stop:
+			return
+		}
+	}
+}
+
+// DeleteOldSegments applies retention to every partition now and returns how
+// many segments were deleted in all. Errors are logged.
+func (m *Manager) DeleteOldSegments(now time.Time) int {
+	total := 0
+	for _, l := range m.snapshot() {
+		n, err := l.DeleteOldSegments(now)
+		if err != nil && !errors.Is(err, ErrClosed) {
+			slog.Error("log: retention failed", "dir", l.Dir(), "err", err)
+		}
+		total += n
+	}
+	return total
+}
+
+func (m *Manager) closeLogs() error {
+	var errs []error
+	for _, l := range m.logs {
+		if err := l.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the timers, flushes and closes every partition and, if all of
+// that succeeded, writes the clean-shutdown marker so that the next start
+// skips recovery. Closing twice is a no-op.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	close(m.stop)
+	m.wg.Wait()
+
+	if err := m.closeLogs(); err != nil {
+		return fmt.Errorf("log: close %s without a clean-shutdown marker: %w", m.dir, err)
+	}
+	marker := filepath.Join(m.dir, CleanShutdownFile)
+	f, err := os.Create(marker)
+	if err != nil {
+		return fmt.Errorf("log: write clean-shutdown marker %s: %w", marker, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("log: write clean-shutdown marker %s: %w", marker, err)
+	}
+	if err := syncDir(m.dir); err != nil {
+		return err
+	}
+	slog.Info("log: clean shutdown", "dir", m.dir, "partitions", len(m.logs))
+	return nil
+}

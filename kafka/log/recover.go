@@ -1,0 +1,146 @@
+package log
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"kafkarepro/kafka/message"
+)
+
+// loadSegments opens every segment file of the partition directory dir
+// (creating dir and a first empty segment if there are none), recovers the
+// last one if asked, and checks that the segments tile the logical log.
+func loadSegments(dir string, recover bool) ([]*segment, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log: create partition directory %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: list partition directory %s: %w", dir, err)
+	}
+	var segs []*segment
+	closeAll := func() {
+		for _, s := range segs {
+			s.file.Close()
+		}
+	}
+	for _, e := range entries {
+		start, ok := parseSegmentFileName(e.Name())
+		if !ok || !e.Type().IsRegular() {
+			slog.Warn("log: ignoring stray entry in partition directory", "dir", dir, "name", e.Name())
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("log: open segment %s: %w", path, err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			closeAll()
+			return nil, fmt.Errorf("log: stat segment %s: %w", path, err)
+		}
+		segs = append(segs, newSegment(start, path, f, fi.Size()))
+	}
+	if len(segs) == 0 {
+		s, err := createSegment(dir, 0)
+		if err != nil {
+			return nil, err
+		}
+		return []*segment{s}, nil
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].start < segs[j].start })
+
+	if recover {
+		if err := recoverSegment(segs[len(segs)-1]); err != nil {
+			closeAll()
+			return nil, err
+		}
+	}
+	// SPEC §3: consecutive segments must tile, start[i] + size[i] == start[i+1].
+	for i := 0; i+1 < len(segs); i++ {
+		if segs[i].end() != segs[i+1].start {
+			err := fmt.Errorf("%w: %s starts at %d and holds %d bytes, ending at %d, but the next segment %s starts at %d",
+				ErrSegmentGap, segs[i].path, segs[i].start, segs[i].size.Load(), segs[i].end(), segs[i+1].path, segs[i+1].start)
+			closeAll()
+			return nil, err
+		}
+	}
+	return segs, nil
+}
+
+// recoverSegment scans s from its start and truncates it just after the
+// last good message (paper §3.3: "Kafka runs a recovery process to remove
+// those messages with inconsistent CRCs"). The scan stops at a length too
+// short for a message, a message running past the end of the file, an
+// unknown magic or a CRC mismatch.
+func recoverSegment(s *segment) error {
+	size := s.size.Load()
+	good, reason, err := scanValid(s.file, size)
+	if err != nil {
+		return fmt.Errorf("log: recover %s: %w", s.path, err)
+	}
+	if good == size {
+		slog.Info("log: recovered segment intact", "segment", s.path, "bytes", size)
+		return nil
+	}
+	slog.Warn("log: recovery truncating segment",
+		"partition", filepath.Base(filepath.Dir(s.path)), "segment", s.path, "offset", s.start+good, "position", good, "bytesRemoved", size-good, "reason", reason)
+	if err := s.file.Truncate(good); err != nil {
+		return fmt.Errorf("log: truncate %s to %d bytes: %w", s.path, good, err)
+	}
+	if err := s.file.Sync(); err != nil {
+		return fmt.Errorf("log: fsync %s after truncation: %w", s.path, err)
+	}
+	s.size.Store(good)
+	return nil
+}
+
+// scanValid reads the first size bytes of f as a message set and returns
+// the length of its longest prefix of whole, valid messages, and why the
+// scan stopped before size (empty when it did not).
+func scanValid(f *os.File, size int64) (good int64, reason string, err error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
+	buf := make([]byte, 64<<10)
+	for good < size {
+		if size-good < message.LengthSize {
+			return good, fmt.Sprintf("%d trailing bytes are too few for a length", size-good), nil
+		}
+		if _, err := io.ReadFull(r, buf[:message.LengthSize]); err != nil {
+			return good, "", err
+		}
+		n := int64(binary.BigEndian.Uint32(buf))
+		if n > size-good-message.LengthSize {
+			return good, fmt.Sprintf("message length %d runs past the end of the file", n), nil
+		}
+		if n < message.HeaderSizeV0-message.LengthSize {
+			return good, fmt.Sprintf("message length %d is too short", n), nil
+		}
+		total := int(message.LengthSize + n)
+		if total > len(buf) {
+			buf = append(buf[:message.LengthSize], make([]byte, total-message.LengthSize)...)
+		}
+		if _, err := io.ReadFull(r, buf[message.LengthSize:total]); err != nil {
+			return good, "", err
+		}
+		m := message.Message(buf[:total])
+		switch magic := m.Magic(); {
+		case magic != message.MagicV0 && magic != message.MagicV1:
+			return good, fmt.Sprintf("unknown magic %d", magic), nil
+		case magic == message.MagicV1 && n < message.HeaderSizeV1-message.LengthSize:
+			return good, fmt.Sprintf("magic-1 message length %d is too short", n), nil
+		case !m.Valid():
+			return good, "CRC mismatch", nil
+		}
+		good += int64(total)
+	}
+	return good, "", nil
+}
