@@ -1,0 +1,317 @@
+// Package broker is the Kafka server of the NetDB'11 paper (§3): a TCP
+// server that appends producers' message sets to partition logs and sends
+// log bytes to pulling consumers.
+//
+// The broker is deliberately simple (§3.1 "stateless broker"): it keeps no
+// record of who consumed what. A PRODUCE appends a message set to one
+// partition and is not answered (§5: the producer does not wait for
+// acknowledgements). A FETCH names a byte offset and a size, and the answer is
+// the log's bytes from there, sent from the segment file to the socket with
+// sendfile (§3.1 "efficient transfer": no copy through user space, so the
+// page cache is the only cache). OFFSETS tells a consumer where segments
+// start so it can rewind.
+//
+// Concurrency: one goroutine per connection reads requests through a large
+// bufio.Reader (a producer sending one message per request gets hundreds of
+// requests per read system call) and answers them in order. Go's scheduler
+// spreads those goroutines over GOMAXPROCS threads, so 0.7's num.threads
+// (the size of its processor pool) is parsed but has no effect.
+//
+// Bad input never takes the broker down: a request that is too large,
+// malformed or of an unknown id closes that one connection (logged with the
+// remote address); a message set with a bad CRC, a bad topic name or a
+// partition out of range drops that request (logged) and keeps the
+// connection. The fetch error answers are described on (*Broker).Serve.
+//
+// Life cycle: New opens the logs (recovering them after an unclean
+// shutdown) and listens; Addr tells the address (port 0 picks a free one);
+// Serve accepts connections until its context is cancelled or Close is
+// called; Close stops accepting, closes every connection, closes the
+// registrar and then the log manager, which writes the clean-shutdown marker.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"kafkarepro/kafka/log"
+)
+
+// Registrar registers topics in ZooKeeper (§3.2: brokers publish which
+// topics and how many partitions they hold, so producers and consumers can
+// find them). Package kafka/zk provides one; a nil Registrar means
+// enable.zookeeper=false.
+type Registrar interface {
+	// RegisterTopic announces that this broker holds partitions
+	// 0..partitions-1 of topic. It is called for every topic at start and
+	// whenever a produce creates a new topic.
+	RegisterTopic(topic string, partitions int) error
+	// Close deregisters the broker; it is called by Broker.Close, possibly
+	// while a RegisterTopic is in progress, which it should then make return.
+	Close() error
+}
+
+// Options are the broker's collaborators.
+type Options struct {
+	Registrar Registrar    // nil: no ZooKeeper
+	Logger    *slog.Logger // nil: slog.Default()
+}
+
+// Broker is one Kafka server.
+type Broker struct {
+	cfg      Config
+	log      *slog.Logger
+	logs     *log.Manager
+	reg      Registrar
+	ln       *net.TCPListener
+	maxFetch int // fetch sizes are capped here (max.socket.request.bytes)
+
+	mu      sync.Mutex
+	closing bool
+	conns   map[*net.TCPConn]struct{}
+	topics  map[string]bool // topics known (and registered) so far
+	pending []string        // new topics waiting for registerLoop
+
+	connWG    sync.WaitGroup
+	regWake   chan struct{} // signals registerLoop that pending is not empty
+	stopping  chan struct{} // closed when Close starts
+	regDone   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	done      chan struct{} // closed when Close has finished
+}
+
+// New opens the log manager on cfg.LogDir (running recovery if the last
+// shutdown was not clean), registers the existing topics with
+// opts.Registrar, and starts listening on cfg.Hostname:cfg.Port. The broker
+// serves nothing until Serve is called.
+func New(cfg Config, opts Options) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:      cfg,
+		log:      opts.Logger,
+		reg:      opts.Registrar,
+		maxFetch: cfg.MaxRequestBytes,
+		conns:    make(map[*net.TCPConn]struct{}),
+		topics:   make(map[string]bool),
+		regWake:  make(chan struct{}, 1),
+		stopping: make(chan struct{}),
+		regDone:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	logs, err := log.NewManager(cfg.LogDir, cfg.LogConfig())
+	if err != nil {
+		return nil, fmt.Errorf("broker: open logs in %s: %w", cfg.LogDir, err)
+	}
+	b.logs = logs
+	addr := net.JoinHostPort(cfg.Hostname, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		logs.Close()
+		return nil, fmt.Errorf("broker: listen on %s: %w", addr, err)
+	}
+	b.ln = ln.(*net.TCPListener)
+	for _, t := range logs.Topics() {
+		b.topics[t] = true
+		if b.reg != nil {
+			if err := b.reg.RegisterTopic(t, logs.Partitions(t)); err != nil {
+				ln.Close()
+				logs.Close()
+				return nil, fmt.Errorf("broker: register topic %q: %w", t, err)
+			}
+		}
+	}
+	if cfg.EnableZooKeeper && b.reg == nil {
+		b.log.Warn("broker: enable.zookeeper=true but no Registrar was given; not registering in ZooKeeper",
+			"zk.connect", cfg.ZKConnect)
+	}
+	go b.registerLoop()
+	b.log.Info("broker: started", "brokerid", cfg.BrokerID, "addr", b.ln.Addr().String(),
+		"log.dir", cfg.LogDir, "topics", len(b.topics), "zookeeper", b.reg != nil)
+	return b, nil
+}
+
+// Addr is the address the broker listens on; with port 0 it tells which port
+// was picked.
+func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
+
+// Logs is the broker's log manager (for tools, tests and benchmarks).
+func (b *Broker) Logs() *log.Manager { return b.logs }
+
+// Config is the configuration the broker runs with.
+func (b *Broker) Config() Config { return b.cfg }
+
+// Serve accepts connections and serves them until ctx is cancelled or Close
+// is called; it then shuts down as Close does and returns Close's error (nil
+// after a clean shutdown). It returns an error without shutting down only if
+// accepting fails permanently.
+//
+// Answers to fetches:
+//   - FETCH: error 0 and up to maxSize bytes of the log from the offset,
+//     stopping at the flushed end and at the end of the segment holding the
+//     offset (the consumer fetches again from where it stopped). A maxSize
+//     above max.socket.request.bytes is capped there.
+//   - An offset before the log start or past its flushed end: error 1
+//     (offset out of range), empty body.
+//   - A negative maxSize: error 4 (invalid fetch size), empty body.
+//   - A topic name that is not valid, or a partition outside
+//     [0, partitions of the topic): error 3 (wrong partition), empty body.
+//   - A valid topic and partition that nobody has produced to yet: error 0
+//     and an empty body, as in 0.7, so consumers may start before producers.
+//   - MULTIFETCH: error 0 and each part answered as above; the parts together
+//     are capped at protocol.MaxResponseSize.
+//   - OFFSETS on such a not-yet-created partition answers [0] for latest and
+//     earliest, nothing for a time.
+func (b *Broker) Serve(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { b.Close() })
+	defer stop()
+	var backoff time.Duration
+	for {
+		c, err := b.ln.AcceptTCP()
+		if err != nil {
+			if b.isClosing() {
+				<-b.done
+				return b.closeErr
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				// Out of file descriptors and the like: wait and go on.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				b.log.Warn("broker: accept failed, retrying", "err", err, "backoff", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return fmt.Errorf("broker: accept on %s: %w", b.ln.Addr(), err)
+		}
+		backoff = 0
+		if !b.track(c) {
+			c.Close()
+			continue
+		}
+		go b.serveConn(c)
+	}
+}
+
+// Close shuts the broker down: stop accepting, close every connection and
+// wait for its goroutine, close the registrar, close the log manager (which
+// flushes and writes the clean-shutdown marker). It is safe to call more than
+// once and from several goroutines; all calls return the same error.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closing = true
+		close(b.stopping)
+		for c := range b.conns {
+			c.Close()
+		}
+		b.mu.Unlock()
+		var errs []error
+		if err := b.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+		b.connWG.Wait()
+		if b.reg != nil {
+			// Before waiting for registerLoop: closing the registrar makes
+			// a RegisterTopic stuck on an unreachable ZooKeeper return.
+			if err := b.reg.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("broker: close registrar: %w", err))
+			}
+		}
+		<-b.regDone
+		if err := b.logs.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		b.closeErr = errors.Join(errs...)
+		b.log.Info("broker: stopped", "addr", b.ln.Addr().String(), "err", b.closeErr)
+		close(b.done)
+	})
+	<-b.done
+	return b.closeErr
+}
+
+func (b *Broker) isClosing() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closing
+}
+
+// track records a new connection so Close can close it; false if closing.
+func (b *Broker) track(c *net.TCPConn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing {
+		return false
+	}
+	b.conns[c] = struct{}{}
+	b.connWG.Add(1)
+	return true
+}
+
+func (b *Broker) untrack(c *net.TCPConn) {
+	b.mu.Lock()
+	delete(b.conns, c)
+	b.mu.Unlock()
+	c.Close()
+	b.connWG.Done()
+}
+
+// noteTopic is called after a produce found or created a partition of topic;
+// the first time it queues the topic for registration in ZooKeeper. It never
+// blocks: the queue is unbounded (it holds at most one entry per topic).
+func (b *Broker) noteTopic(topic string) {
+	b.mu.Lock()
+	queue := !b.topics[topic] && b.reg != nil
+	b.topics[topic] = true
+	if queue {
+		b.pending = append(b.pending, topic)
+	}
+	b.mu.Unlock()
+	if queue {
+		select {
+		case b.regWake <- struct{}{}:
+		default: // already signalled
+		}
+	}
+}
+
+// registerLoop registers new topics off the produce path: a ZooKeeper round
+// trip must not stall the producer that created the topic (§3.2: brokers
+// announce their topics so producers and consumers can find them).
+func (b *Broker) registerLoop() {
+	defer close(b.regDone)
+	for {
+		select {
+		case <-b.stopping:
+			return
+		case <-b.regWake:
+		}
+		b.mu.Lock()
+		topics := b.pending
+		b.pending = nil
+		b.mu.Unlock()
+		for _, t := range topics {
+			select {
+			case <-b.stopping:
+				return
+			default:
+			}
+			n := b.logs.Partitions(t)
+			if err := b.reg.RegisterTopic(t, n); err != nil {
+				b.log.Error("broker: register topic in ZooKeeper", "topic", t, "partitions", n, "err", err)
+			} else {
+				b.log.Info("broker: registered new topic", "topic", t, "partitions", n)
+			}
+		}
+	}
+}

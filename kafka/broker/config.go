@@ -1,0 +1,227 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	"kafkarepro/kafka/log"
+)
+
+// ErrConfig is wrapped by every configuration error, together with the key,
+// the value and the file it came from.
+var ErrConfig = errors.New("broker: bad configuration")
+
+// Config is server.properties (SPEC §3, §8) with Kafka 0.7's property names
+// and defaults; the property each field comes from is named next to it.
+type Config struct {
+	BrokerID            int            // brokerid: this broker's id in ZooKeeper (§3.2)
+	Hostname            string         // hostname: address to listen on and to register; "" = every interface
+	Port                int            // port: TCP port; 0 picks a free one (see Broker.Addr)
+	LogDir              string         // log.dir: where partition directories live (§3.1)
+	NumPartitions       int            // num.partitions: partitions of a topic created by its first produce
+	TopicPartitions     map[string]int // topic.partition.count.map: per-topic partitions, "t1:4,t2:2"
+	LogFileSize         int64          // log.file.size: roll a segment at this many bytes
+	FlushInterval       int            // log.flush.interval: fsync after this many messages
+	FlushIntervalMs     int            // log.default.flush.interval.ms: fsync at least this often
+	RetentionHours      int            // log.retention.hours: delete segments older than this
+	RetentionSize       int64          // log.retention.size: delete oldest segments beyond this size; -1 off
+	CleanupIntervalMins int            // log.cleanup.interval.mins: how often retention runs
+	SocketSendBuffer    int            // socket.send.buffer: SO_SNDBUF of accepted sockets; 0 = kernel default
+	SocketReceiveBuffer int            // socket.receive.buffer: SO_RCVBUF of accepted sockets; 0 = kernel default
+	MaxRequestBytes     int            // max.socket.request.bytes: larger requests close the connection
+	NumThreads          int            // num.threads: accepted for compatibility (see Broker doc)
+	EnableZooKeeper     bool           // enable.zookeeper: register in ZooKeeper (§3.2)
+	ZKConnect           string         // zk.connect: host:port[,host:port...][/chroot]
+	ZKConnectionTimeout int            // zk.connectiontimeout.ms
+	ZKSessionTimeout    int            // zk.sessiontimeout.ms
+}
+
+// DefaultConfig returns Kafka 0.7's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Port:                9092,
+		LogDir:              "/tmp/kafka-logs",
+		NumPartitions:       1,
+		LogFileSize:         1 << 30,
+		FlushInterval:       500,
+		FlushIntervalMs:     3000,
+		RetentionHours:      168,
+		RetentionSize:       -1,
+		CleanupIntervalMins: 10,
+		SocketSendBuffer:    100 << 10,
+		SocketReceiveBuffer: 100 << 10,
+		MaxRequestBytes:     100 << 20,
+		NumThreads:          runtime.NumCPU(),
+		ZKConnectionTimeout: 6000,
+		ZKSessionTimeout:    6000,
+	}
+}
+
+// LogConfig is the part of the configuration the log manager uses.
+func (c Config) LogConfig() log.Config {
+	return log.Config{
+		FileSize:            c.LogFileSize,
+		FlushInterval:       c.FlushInterval,
+		FlushIntervalMs:     c.FlushIntervalMs,
+		RetentionHours:      c.RetentionHours,
+		RetentionSize:       c.RetentionSize,
+		CleanupIntervalMins: c.CleanupIntervalMins,
+		NumPartitions:       c.NumPartitions,
+		TopicPartitions:     c.TopicPartitions,
+	}
+}
+
+// LoadConfig reads a Java-style properties file (path "" means none: the
+// defaults) and then applies overrides, key by key, as if they were lines
+// appended to the file. Unknown keys are logged with slog.Warn and ignored,
+// as 0.7 did; a value that does not parse or is out of range is an error
+// naming the key, the value and the file.
+func LoadConfig(path string, overrides map[string]string) (Config, error) {
+	cfg := DefaultConfig()
+	var props []property
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		props = parseProperties(string(data))
+	}
+	keys := make([]string, 0, len(overrides))
+	for k := range overrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // deterministic error messages
+	for _, k := range keys {
+		props = append(props, property{key: k, value: overrides[k], line: -1})
+	}
+	for _, p := range props {
+		set, ok := setters[p.key]
+		if !ok {
+			slog.Warn("broker: unknown server.properties key ignored", "key", p.key, "value", p.value, "where", where(path, p.line))
+			continue
+		}
+		if err := set(&cfg, strings.TrimSpace(p.value)); err != nil {
+			return cfg, fmt.Errorf("%w: %s=%q (%s): %v", ErrConfig, p.key, p.value, where(path, p.line), err)
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+func where(path string, line int) string {
+	if line < 0 {
+		return "override"
+	}
+	return fmt.Sprintf("%s:%d", path, line)
+}
+
+// Validate checks the values that have limits.
+func (c Config) Validate() error {
+	bad := func(key string, v any, why string) error {
+		return fmt.Errorf("%w: %s=%v: %s", ErrConfig, key, v, why)
+	}
+	switch {
+	case c.BrokerID < 0:
+		return bad("brokerid", c.BrokerID, "must be >= 0")
+	case c.Port < 0 || c.Port > 65535:
+		return bad("port", c.Port, "must be in [0, 65535]")
+	case c.LogDir == "":
+		return bad("log.dir", `""`, "must name a directory")
+	case c.NumPartitions < 1:
+		return bad("num.partitions", c.NumPartitions, "must be >= 1")
+	case c.LogFileSize <= 0:
+		return bad("log.file.size", c.LogFileSize, "must be > 0")
+	case c.SocketSendBuffer < 0:
+		return bad("socket.send.buffer", c.SocketSendBuffer, "must be >= 0")
+	case c.SocketReceiveBuffer < 0:
+		return bad("socket.receive.buffer", c.SocketReceiveBuffer, "must be >= 0")
+	case c.MaxRequestBytes < 6:
+		return bad("max.socket.request.bytes", c.MaxRequestBytes, "must be >= 6")
+	case c.NumThreads < 1:
+		return bad("num.threads", c.NumThreads, "must be >= 1")
+	case c.EnableZooKeeper && c.ZKConnect == "":
+		return bad("zk.connect", `""`, "enable.zookeeper=true needs a ZooKeeper address")
+	}
+	return nil
+}
+
+// setters maps each known key to the function that parses its value.
+var setters = map[string]func(*Config, string) error{
+	"brokerid":                      intSetter(func(c *Config) *int { return &c.BrokerID }),
+	"hostname":                      func(c *Config, v string) error { c.Hostname = v; return nil },
+	"port":                          intSetter(func(c *Config) *int { return &c.Port }),
+	"log.dir":                       func(c *Config, v string) error { c.LogDir = v; return nil },
+	"num.partitions":                intSetter(func(c *Config) *int { return &c.NumPartitions }),
+	"topic.partition.count.map":     parseTopicPartitions,
+	"log.file.size":                 int64Setter(func(c *Config) *int64 { return &c.LogFileSize }),
+	"log.flush.interval":            intSetter(func(c *Config) *int { return &c.FlushInterval }),
+	"log.default.flush.interval.ms": intSetter(func(c *Config) *int { return &c.FlushIntervalMs }),
+	"log.retention.hours":           intSetter(func(c *Config) *int { return &c.RetentionHours }),
+	"log.retention.size":            int64Setter(func(c *Config) *int64 { return &c.RetentionSize }),
+	"log.cleanup.interval.mins":     intSetter(func(c *Config) *int { return &c.CleanupIntervalMins }),
+	"socket.send.buffer":            intSetter(func(c *Config) *int { return &c.SocketSendBuffer }),
+	"socket.receive.buffer":         intSetter(func(c *Config) *int { return &c.SocketReceiveBuffer }),
+	"max.socket.request.bytes":      intSetter(func(c *Config) *int { return &c.MaxRequestBytes }),
+	"num.threads":                   intSetter(func(c *Config) *int { return &c.NumThreads }),
+	"enable.zookeeper": func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		c.EnableZooKeeper = b
+		return err
+	},
+	"zk.connect":              func(c *Config, v string) error { c.ZKConnect = v; return nil },
+	"zk.connectiontimeout.ms": intSetter(func(c *Config) *int { return &c.ZKConnectionTimeout }),
+	"zk.sessiontimeout.ms":    intSetter(func(c *Config) *int { return &c.ZKSessionTimeout }),
+}
+
+func intSetter(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("not an integer")
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func int64Setter(field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer")
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// parseTopicPartitions parses "t1:4,t2:2" (spaces allowed, "" = no entries).
+func parseTopicPartitions(c *Config, v string) error {
+	m := make(map[string]int)
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		topic, count, ok := strings.Cut(item, ":")
+		topic, count = strings.TrimSpace(topic), strings.TrimSpace(count)
+		if !ok {
+			return fmt.Errorf("entry %q is not topic:count", item)
+		}
+		if err := log.ValidateTopic(topic); err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(count)
+		if err != nil || n < 1 {
+			return fmt.Errorf("entry %q: the count must be an integer >= 1", item)
+		}
+		m[topic] = n
+	}
+	c.TopicPartitions = m
+	return nil
+}

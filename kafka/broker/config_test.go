@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The shipped kafka/config/server.properties sets exactly the defaults.
+func TestShippedServerProperties(t *testing.T) {
+	cfg, err := LoadConfig("../config/server.properties", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.TopicPartitions = map[string]int{}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("shipped file:\n got %+v\nwant %+v", cfg, want)
+	}
+	if cfg.NumThreads != runtime.NumCPU() || cfg.Port != 9092 || cfg.LogFileSize != 1<<30 || cfg.ZKSessionTimeout != 6000 {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	p := writeFile(t, `
+# comment
+! another comment
+brokerid = 3
+hostname:broker3.example
+port 9093
+log.dir=/var/kafka\
+    /logs
+topic.partition.count.map=t1:4, t2:2
+log.file.size=536870912
+log.flush.interval=10000
+log.default.flush.interval.ms=1000
+log.retention.size=1099511627776
+enable.zookeeper=true
+zk.connect=zk1:2181,zk2:2181/kafka
+some.future.key=whatever
+num.threads=8
+`)
+	cfg, err := LoadConfig(p, map[string]string{"port": "0", "num.partitions": "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.BrokerID, want.Hostname, want.Port, want.LogDir = 3, "broker3.example", 0, "/var/kafka/logs"
+	want.TopicPartitions = map[string]int{"t1": 4, "t2": 2}
+	want.NumPartitions, want.LogFileSize, want.FlushInterval, want.FlushIntervalMs = 5, 512<<20, 10000, 1000
+	want.RetentionSize, want.EnableZooKeeper, want.ZKConnect, want.NumThreads = 1<<40, true, "zk1:2181,zk2:2181/kafka", 8
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("\n got %+v\nwant %+v", cfg, want)
+	}
+	lc := cfg.LogConfig()
+	if lc.FileSize != 512<<20 || lc.NumPartitions != 5 || lc.TopicPartitions["t1"] != 4 || lc.FlushInterval != 10000 {
+		t.Fatalf("LogConfig: %+v", lc)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	cases := []struct{ text, key, value string }{
+		{"port=ninety", "port", "ninety"},
+		{"port=70000", "port", "70000"},
+		{"log.file.size=1G", "log.file.size", "1G"},
+		{"enable.zookeeper=yes please", "enable.zookeeper", "yes please"},
+		{"topic.partition.count.map=t1:4,../x:2", "topic.partition.count.map", "../x"},
+		{"topic.partition.count.map=t1", "topic.partition.count.map", "t1"},
+		{"topic.partition.count.map=t1:0", "topic.partition.count.map", "t1:0"},
+		{"num.partitions=0", "num.partitions", "0"},
+		{"enable.zookeeper=true", "zk.connect", ""},
+	}
+	for _, c := range cases {
+		_, err := LoadConfig(writeFile(t, c.text+"\n"), nil)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), c.value) {
+			t.Errorf("%q: err = %v; want ErrConfig naming %s and %q", c.text, err, c.key, c.value)
+		}
+	}
+	if _, err := LoadConfig(filepath.Join(t.TempDir(), "missing"), nil); !errors.Is(err, ErrConfig) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := LoadConfig("", map[string]string{"brokerid": "-1"}); !errors.Is(err, ErrConfig) {
+		t.Errorf("override brokerid=-1: %v", err)
+	}
+}
+
+func TestParseProperties(t *testing.T) {
+	props := parseProperties("a=1\r\n  b : two words \nc\\=d=e\\tf\n\\\n\nkey\\u0041=x\ncont=1,\\\n  2,\\\n  3\nempty\n")
+	got := map[string]string{}
+	for _, p := range props {
+		got[p.key] = p.value
+	}
+	want := map[string]string{"a": "1", "b": "two words ", "c=d": "e\tf", "keyA": "x", "cont": "1,2,3", "empty": ""}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"kafkarepro/kafka/message"
+	"kafkarepro/kafka/producer"
+)
+
+func init() {
+	register(&command{
+		Name:    "console-producer",
+		Args:    "--broker-list ID:HOST:PORT,... | --zookeeper HOST:PORT  --topic TOPIC [flags]",
+		Summary: "send each line of standard input as one message",
+		Run:     consoleProducer,
+	})
+}
+
+func consoleProducer(args []string, std stdio) error {
+	fs := newFlags(commands["console-producer"], std.Err)
+	brokers := fs.String("broker-list", "", "brokers as id:host:port,... (or host:port,...)")
+	zk := fs.String("zookeeper", "", "ZooKeeper connect string (zk.connect), instead of --broker-list")
+	topic := fs.String("topic", "", "topic to produce to")
+	batch := fs.Int("batch-size", 200, "lines per PRODUCE request when input arrives faster than it is sent")
+	partition := fs.Int("partition", -1, "partition (-1: the broker picks)")
+	compress := fs.Bool("compress", false, "send each batch gzip-compressed in one wrapper message")
+	maxLine := fs.Int("max-message-size", 1000000, "longest line accepted (max.message.size)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "topic"); err != nil {
+		return err
+	}
+	if *brokers == "" && *zk == "" {
+		return usagef("--broker-list or --zookeeper is required")
+	}
+	if *batch < 1 {
+		return usagef("--batch-size must be at least 1, got %d", *batch)
+	}
+	cfg := producer.DefaultConfig()
+	cfg.ZkConnect = *zk
+	if *brokers != "" {
+		cfg.BrokerList = brokerList(*brokers)
+	}
+	cfg.MaxMessageSize = *maxLine
+	if *compress {
+		cfg.Compression = message.CodecGzip
+	}
+	p, err := producer.NewSync(cfg)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+
+	r := bufio.NewReaderSize(std.In, 64<<10)
+	var arena []byte  // the batch's bytes
+	var ends []int    // end of each line in arena
+	var msgs [][]byte // views into arena
+	send := func() error {
+		if len(ends) == 0 {
+			return nil
+		}
+		msgs = msgs[:0]
+		start := 0
+		for _, e := range ends {
+			msgs = append(msgs, arena[start:e])
+			start = e
+		}
+		err := p.Send(*topic, int32(*partition), msgs...)
+		arena, ends = arena[:0], ends[:0]
+		return err
+	}
+	// Ctrl-C simply ends the process: every line read so far has been sent.
+	for {
+		line, err := r.ReadSlice('\n')
+		for errors.Is(err, bufio.ErrBufferFull) && len(line) <= *maxLine {
+			arena = append(arena, line...)
+			line, err = r.ReadSlice('\n')
+		}
+		if len(line) > 0 || len(arena) > lastEnd(ends) {
+			arena = append(arena, bytes.TrimRight(line, "\r\n")...)
+			if n := len(arena) - lastEnd(ends); n > *maxLine {
+				return fmt.Errorf("a line of %d+ bytes exceeds --max-message-size %d", n, *maxLine)
+			}
+			ends = append(ends, len(arena))
+		}
+		// Send a full batch, or whatever is there when no more input is
+		// waiting (so typed lines go out at once).
+		if len(ends) >= *batch || r.Buffered() == 0 || err != nil {
+			if serr := send(); serr != nil {
+				return serr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading standard input: %w", err)
+		}
+	}
+}
+
+func lastEnd(ends []int) int {
+	if len(ends) == 0 {
+		return 0
+	}
+	return ends[len(ends)-1]
+}

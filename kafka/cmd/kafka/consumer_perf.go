@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"kafkarepro/kafka/consumer"
+)
+
+func init() {
+	register(&command{
+		Name:    "consumer-perf",
+		Args:    "--broker HOST:PORT --topic TOPIC [--partition P] --messages N [--fetch-size B] [flags]",
+		Summary: "measure consumer throughput (paper §5, figure 5), checking every CRC",
+		Run:     consumerPerf,
+	})
+}
+
+func consumerPerf(args []string, std stdio) error {
+	fs := newFlags(commands["consumer-perf"], std.Err)
+	broker := fs.String("broker", "", "broker host:port")
+	topic := fs.String("topic", "", "topic")
+	partition := fs.Int("partition", 0, "partition")
+	n := fs.Int64("messages", 1000000, "number of messages to read")
+	fetchSize := fs.Int("fetch-size", consumer.DefaultFetchSize, "bytes per fetch (the paper: about 200 KB)")
+	offset := fs.Int64("offset", -2, "start offset (-2 earliest, -1 latest)")
+	every := fs.Int64("reporting-interval", 0, "print a progress line every N messages (0: every 2 seconds)")
+	idle := fs.Duration("idle-timeout", 10*time.Second, "give up when no message arrives for this long")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of this client to the file")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "broker", "topic"); err != nil {
+		return err
+	}
+	if *n < 1 || *fetchSize < 1 {
+		return usagef("need --messages >= 1 and --fetch-size >= 1")
+	}
+	c := consumer.NewSimpleConsumer(*broker, 30*time.Second)
+	defer c.Close()
+	start := *offset
+	if start < 0 {
+		offs, err := c.GetOffsetsBefore(*topic, int32(*partition), start, 1)
+		if err != nil {
+			return err
+		}
+		if len(offs) == 0 {
+			return fmt.Errorf("no offset for %s-%d at time %d", *topic, *partition, start)
+		}
+		start = offs[0]
+	}
+	stop, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	fmt.Fprintf(std.Out, "consuming %d messages from %s-%d at %s from offset %d, %d bytes per fetch\n",
+		*n, *topic, *partition, *broker, start, *fetchSize)
+	it := consumer.NewPartitionIterator(c, *topic, int32(*partition), start, int32(*fetchSize))
+	var got, payloadBytes int64
+	size := 0
+	t0 := time.Now()
+	rep := newReporter(std, *every, 0)
+	lastData := t0
+	for got < *n {
+		// Poll checks every message's CRC (§3.3) and fetches when needed.
+		if !it.Poll() {
+			if err := it.Err(); err != nil {
+				return err
+			}
+			if time.Since(lastData) > *idle {
+				return fmt.Errorf("only %d of %d messages after waiting %v for more (end offset %d)", got, *n, *idle, it.NextOffset())
+			}
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		got++
+		payloadBytes += int64(len(it.Payload()))
+		if got&1023 == 0 {
+			lastData = time.Now()
+			if size == 0 {
+				size = int(payloadBytes / got)
+				rep.size = size
+			}
+		}
+		rep.progress(got, "read")
+	}
+	elapsed := time.Since(t0)
+	if got > 0 {
+		size = int(payloadBytes / got)
+	}
+	printRate(std, "consumer", got, size, elapsed)
+	fmt.Fprintf(std.Out, "  (%d fetches, next offset %d)\n", it.Fetches(), it.NextOffset())
+	return nil
+}

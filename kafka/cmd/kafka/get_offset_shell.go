@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"kafkarepro/kafka/consumer"
+)
+
+func init() {
+	register(&command{
+		Name:    "get-offset-shell",
+		Args:    "--broker HOST:PORT --topic TOPIC [--partition P] --time -1|-2|MS [--offsets N]",
+		Summary: "print a partition's segment start offsets before a time (-1 latest, -2 earliest)",
+		Run:     getOffsetShell,
+	})
+}
+
+func getOffsetShell(args []string, std stdio) error {
+	fs := newFlags(commands["get-offset-shell"], std.Err)
+	broker := fs.String("broker", "", "broker host:port")
+	topic := fs.String("topic", "", "topic")
+	partition := fs.Int("partition", 0, "partition number on that broker")
+	t := fs.Int64("time", -1, "-1 (latest: the flushed end), -2 (earliest) or ms since the epoch")
+	n := fs.Int("offsets", 1, "how many offsets at most")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "broker", "topic"); err != nil {
+		return err
+	}
+	if *n < 1 {
+		return usagef("--offsets must be at least 1, got %d", *n)
+	}
+	c := consumer.NewSimpleConsumer(*broker, 30*time.Second)
+	defer c.Close()
+	offs, err := c.GetOffsetsBefore(*topic, int32(*partition), *t, int32(*n))
+	if err != nil {
+		return err
+	}
+	for _, o := range offs {
+		fmt.Fprintln(std.Out, o)
+	}
+	return nil
+}

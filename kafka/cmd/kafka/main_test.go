@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"kafkarepro/kafka/broker"
+	"kafkarepro/kafka/message"
+)
+
+func runCmd(stdin string, args ...string) (code int, out, errOut string) {
+	var o, e bytes.Buffer
+	code = run(args, stdio{In: strings.NewReader(stdin), Out: &o, Err: &e})
+	return code, o.String(), e.String()
+}
+
+func TestUsageAndExitCodes(t *testing.T) {
+	if code, out, _ := runCmd("", "help"); code != 0 || !strings.Contains(out, "dump-log-segments") {
+		t.Fatalf("help: %d %q", code, out)
+	}
+	if code, out, _ := runCmd("", "help", "producer-perf"); code != 0 || !strings.Contains(out, "-message-size") {
+		t.Fatalf("help producer-perf: %d %q", code, out)
+	}
+	for _, args := range [][]string{{}, {"no-such-command"}, {"get-offset-shell"}, {"producer-perf", "--bogus"},
+		{"dump-log-segments"}, {"server-start"}, {"console-producer", "--topic", "t"}} {
+		if code, _, errOut := runCmd("", args...); code != 2 || errOut == "" {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, code, errOut)
+		}
+	}
+	if code, _, errOut := runCmd("", "get-offset-shell", "--broker", "127.0.0.1:1", "--topic", "t"); code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("unreachable broker: exit %d, %q; want 1 naming the address", code, errOut)
+	}
+}
+
+// dump-log-segments reports every message, a bad CRC and a partial tail,
+// and does not fail on a corrupt file.
+func TestDumpLogSegmentsOnACorruptFile(t *testing.T) {
+	var seg []byte
+	seg = message.AppendV0(seg, []byte("one"))
+	seg = message.AppendV0(seg, []byte("two"))
+	seg[len(seg)-1] ^= 1 // bad CRC on "two"
+	seg = message.AppendV1(seg, message.CodecNone, []byte("three"))
+	seg = append(seg, 0, 0, 0, 50, 0, 1) // a partial tail
+	path := filepath.Join(t.TempDir(), "00000000000000001000.kafka")
+	if err := os.WriteFile(path, seg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd("", "dump-log-segments", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"offset: 1000 size: 12 magic: 0 codec: none crc valid: true",
+		"offset: 1012 size: 12 magic: 0 codec: none crc valid: false",
+		"offset: 1024 size: 15 magic: 1 codec: none crc valid: true",
+		"partial message at offset 1039",
+		"3 messages, 1 with an invalid CRC, 39 of 45 bytes",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// console-producer, get-offset-shell and simple-consumer-shell against an
+// in-process broker.
+func TestConsoleProducerAndShells(t *testing.T) {
+	cfg, err := broker.LoadConfig("", map[string]string{"port": "0", "hostname": "127.0.0.1",
+		"log.dir": t.TempDir(), "log.default.flush.interval.ms": "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(cfg, broker.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	go b.Serve(context.Background())
+	addr := b.Addr().String()
+	if code, _, errOut := runCmd("first\nsecond\n\nfourth", "console-producer", "--broker-list", addr, "--topic", "lines", "--batch-size", "2"); code != 0 {
+		t.Fatalf("console-producer: %d %s", code, errOut)
+	}
+	want := int64(message.SizeV0(5) + message.SizeV0(6) + message.SizeV0(0) + message.SizeV0(6))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, out, _ := runCmd("", "get-offset-shell", "--broker", addr, "--topic", "lines", "--time", "-1")
+		if strings.TrimSpace(out) == strconv.FormatInt(want, 10) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("latest offset %q, want %d", out, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, out, errOut := runCmd("", "simple-consumer-shell", "--broker", addr, "--topic", "lines", "--offset", "-2", "--max-messages", "4", "--print-offsets")
+	if code != 0 {
+		t.Fatalf("simple-consumer-shell: %d %s", code, errOut)
+	}
+	wantOut := "offset 0 next 14: first\noffset 14 next 29: second\noffset 29 next 38: \noffset 38 next 53: fourth\n"
+	if out != wantOut {
+		t.Fatalf("simple-consumer-shell printed\n%q\nwant\n%q", out, wantOut)
+	}
+}

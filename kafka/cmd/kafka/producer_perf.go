@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"kafkarepro/kafka/consumer"
+	"kafkarepro/kafka/message"
+	"kafkarepro/kafka/producer"
+)
+
+func init() {
+	register(&command{
+		Name:    "producer-perf",
+		Args:    "--broker-list ID:HOST:PORT --topic TOPIC --messages N --message-size S --batch-size B [flags]",
+		Summary: "measure producer throughput (paper §5, figure 4) until the broker has flushed every message",
+		Run:     producerPerf,
+	})
+}
+
+func producerPerf(args []string, std stdio) error {
+	fs := newFlags(commands["producer-perf"], std.Err)
+	brokers := fs.String("broker-list", "", "the broker as id:host:port (or host:port)")
+	topic := fs.String("topic", "", "topic")
+	partition := fs.Int("partition", 0, "partition to produce to (its end offset is watched)")
+	n := fs.Int64("messages", 1000000, "number of messages")
+	size := fs.Int("message-size", 200, "payload bytes per message")
+	batch := fs.Int("batch-size", 50, "messages per PRODUCE request")
+	every := fs.Int64("reporting-interval", 0, "print a progress line every N messages (0: every 2 seconds)")
+	wait := fs.Duration("flush-timeout", 2*time.Minute, "how long to wait for the broker to flush the last message")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of this client to the file")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "broker-list", "topic"); err != nil {
+		return err
+	}
+	if *n < 1 || *size < 0 || *batch < 1 || *partition < 0 {
+		return usagef("need --messages >= 1, --message-size >= 0, --batch-size >= 1, --partition >= 0")
+	}
+	cfg := producer.DefaultConfig()
+	cfg.BrokerList = brokerList(*brokers)
+	bl, err := producer.ParseBrokerList(cfg.BrokerList)
+	if err != nil {
+		return err
+	}
+	p, err := producer.NewSync(cfg)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	// The end offset is read back over OFFSETS (-1: the flushed end).
+	c := consumer.NewSimpleConsumer(bl[0].Addr(), 30*time.Second)
+	defer c.Close()
+	startOff, err := c.LatestOffset(*topic, int32(*partition))
+	if err != nil {
+		startOff = 0 // the topic does not exist yet: its first produce creates it
+	}
+	// §3.1: 9 bytes of overhead per magic-0 message, and offsets are byte positions.
+	wantEnd := startOff + *n*int64(message.SizeV0(*size))
+
+	payload := make([]byte, *size)
+	for i := range payload {
+		payload[i] = 'a' + byte(i%26)
+	}
+	msgs := make([][]byte, *batch)
+	for i := range msgs {
+		msgs[i] = payload
+	}
+	stop, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(std.Out, "producing %d messages of %d bytes in batches of %d to %s-%d at %s (start offset %d)\n",
+		*n, *size, *batch, *topic, *partition, bl[0].Addr(), startOff)
+	rep := newReporter(std, *every, *size)
+	start := time.Now()
+	for sent := int64(0); sent < *n; {
+		k := min(int64(*batch), *n-sent)
+		if err := p.Send(*topic, int32(*partition), msgs[:k]...); err != nil {
+			stop()
+			return err
+		}
+		sent += k
+		rep.progress(sent, "sent")
+	}
+	sentAt := time.Since(start)
+	// The paper's producer does not wait for acknowledgements; our clock
+	// runs until the broker holds (has flushed) every message.
+	end, err := waitForOffset(c, *topic, int32(*partition), wantEnd, *wait)
+	total := time.Since(start)
+	stop()
+	if err != nil {
+		return fmt.Errorf("after sending %d messages in %v: %w", *n, sentAt.Round(time.Millisecond), err)
+	}
+	if end != wantEnd {
+		return fmt.Errorf("broker end offset is %d, want %d: someone else is producing to %s-%d", end, wantEnd, *topic, *partition)
+	}
+	printRate(std, "producer", *n, *size, total)
+	fmt.Fprintf(std.Out, "  (last write returned after %v; %.0f msg/s until then)\n", sentAt.Round(time.Millisecond), float64(*n)/sentAt.Seconds())
+	return nil
+}
+
+// waitForOffset polls OFFSETS latest until it reaches want.
+func waitForOffset(c *consumer.SimpleConsumer, topic string, partition int32, want int64, timeout time.Duration) (int64, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		end, err := c.LatestOffset(topic, partition)
+		if err == nil && end >= want {
+			return end, nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return end, err
+			}
+			return end, fmt.Errorf("the broker's flushed end offset of %s-%d is %d after %v, want %d (%d bytes missing)",
+				topic, partition, end, timeout, want, want-end)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// reporter prints progress lines by count or every 2 seconds.
+type reporter struct {
+	std            stdio
+	every          int64
+	size           int
+	start, last    time.Time
+	lastN, nextRep int64
+	checked        int64
+}
+
+func newReporter(std stdio, every int64, size int) *reporter {
+	now := time.Now()
+	return &reporter{std: std, every: every, size: size, start: now, last: now, nextRep: every}
+}
+
+func (r *reporter) progress(n int64, verb string) {
+	if r.every > 0 {
+		if n < r.nextRep {
+			return
+		}
+		r.nextRep += r.every
+	} else {
+		if n-r.checked < 1000 {
+			return // look at the clock about every 1000 messages only
+		}
+		r.checked = n
+		if time.Since(r.last) < 2*time.Second {
+			return
+		}
+	}
+	now := time.Now()
+	dt := now.Sub(r.last).Seconds()
+	rate := float64(n-r.lastN) / dt
+	fmt.Fprintf(r.std.Out, "  %s %d messages (%.1f MB) in %.1fs: %.0f msg/s, %.1f MB/s now\n", verb, n,
+		float64(n)*float64(r.size)/1e6, now.Sub(r.start).Seconds(), rate, rate*float64(r.size)/1e6)
+	r.last, r.lastN = now, n
+}
+
+// printRate prints the summary line of a perf run (payload MB, as 0.7's
+// perf tools did).
+func printRate(std stdio, what string, n int64, size int, d time.Duration) {
+	secs := d.Seconds()
+	fmt.Fprintf(std.Out, "%s: %d messages of %d bytes in %.3fs: %s msg/s, %.2f MB/s\n", what, n, size, secs,
+		strconv.FormatFloat(float64(n)/secs, 'f', 0, 64), float64(n)*float64(size)/secs/1e6)
+}

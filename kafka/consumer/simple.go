@@ -1,0 +1,229 @@
+// Package consumer reads messages from Kafka brokers (paper §3, §3.1, §3.2).
+//
+// The broker is stateless about its consumers (§3.1): a consumer names the
+// byte offset it wants and the maximum number of bytes, and the broker sends
+// back the raw log bytes from that position. The consumer therefore owns its
+// position, can rewind to any earlier offset and re-read (§3.1: "a consumer
+// can deliberately rewind back to an old offset and re-consume data"), and
+// learns the next offset from the bytes themselves: offset + 4 + N.
+//
+// SimpleConsumer is one connection to one broker with the three pull
+// requests: FETCH, MULTIFETCH and OFFSETS. PartitionIterator walks one
+// partition message by message on top of it, checking every CRC (§3.3),
+// and polling with a backoff when it has caught up. The high-level consumer
+// with groups (§3.2) is built on these in this package's other files.
+package consumer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"kafkarepro/kafka/message"
+	"kafkarepro/kafka/protocol"
+)
+
+// Errors of the simple consumer, wrapped with the topic, partition, offset
+// and sizes involved.
+var (
+	// ErrMessageTooLarge: the message at the fetch offset does not fit in the
+	// fetch size, so no progress is possible until the fetch size grows.
+	// (0.7 returned an empty set here and its consumers stalled silently.)
+	ErrMessageTooLarge = errors.New("consumer: message larger than the fetch size")
+	// ErrChecksum: a message's CRC does not match its payload (§3.3). It is
+	// message.ErrChecksum, so either name matches with errors.Is.
+	ErrChecksum = message.ErrChecksum
+	// ErrBadResponse: the broker's answer could not be parsed.
+	ErrBadResponse = errors.New("consumer: malformed response")
+)
+
+// DefaultFetchSize is 0.7's fetch.size (300 KiB).
+const DefaultFetchSize = 300 * 1024
+
+// SimpleConsumer is one connection to one broker. It is not safe for
+// concurrent use: one request is in flight at a time, and the bytes a fetch
+// returns alias a buffer reused by the next call.
+type SimpleConsumer struct {
+	addr    string
+	timeout time.Duration
+	conn    net.Conn
+	wbuf    []byte // the framed request
+	rbuf    []byte // the last response payload
+	results []FetchResult
+}
+
+// NewSimpleConsumer returns a consumer for the broker at addr (host:port).
+// timeout bounds each request's round trip (0.7's socket.timeout.ms, 30 s
+// there); 0 means no limit. The connection opens on first use.
+func NewSimpleConsumer(addr string, timeout time.Duration) *SimpleConsumer {
+	return &SimpleConsumer{addr: addr, timeout: timeout}
+}
+
+// Addr is the broker's address.
+func (c *SimpleConsumer) Addr() string { return c.addr }
+
+// Close closes the connection; the consumer reconnects if used again.
+func (c *SimpleConsumer) Close() error {
+	if c.conn == nil {
+		return nil
+	}
+	err := c.conn.Close()
+	c.conn = nil
+	return err
+}
+
+// Fetch returns the log bytes of topic/partition from offset, at most
+// maxSize of them, up to the broker's flushed end (§3.1: only flushed
+// messages are visible). The bytes may end with a partial message, which
+// the caller drops and fetches again (message.Iterator stops cleanly there).
+// The slice is valid until the next call on c. An empty slice means the
+// consumer has caught up. If not even the first message fits in maxSize the
+// error wraps ErrMessageTooLarge.
+func (c *SimpleConsumer) Fetch(topic string, partition int32, offset int64, maxSize int32) ([]byte, error) {
+	req := protocol.FetchRequest{Topic: topic, Partition: partition, Offset: offset, MaxSize: maxSize}
+	c.wbuf = req.AppendTo(c.wbuf[:0])
+	code, payload, err := c.roundTrip()
+	if err != nil {
+		return nil, fmt.Errorf("consumer: fetch %s-%d at offset %d from %s: %w", topic, partition, offset, c.addr, err)
+	}
+	if code != protocol.ErrNone {
+		return nil, fmt.Errorf("consumer: fetch %s-%d at offset %d from %s: %w", topic, partition, offset, c.addr, code)
+	}
+	if err := checkFits(payload, maxSize); err != nil {
+		return nil, fmt.Errorf("consumer: fetch %s-%d at offset %d: %w", topic, partition, offset, err)
+	}
+	return payload, nil
+}
+
+// checkFits reports a set that holds not even one whole message although
+// the broker filled the whole fetch size.
+func checkFits(set []byte, maxSize int32) error {
+	if len(set) == 0 || len(set) < int(maxSize) {
+		return nil
+	}
+	if len(set) < 4 {
+		return fmt.Errorf("%w: fetch size %d is smaller than a message's 4-byte length", ErrMessageTooLarge, maxSize)
+	}
+	size := 4 + int64(binary.BigEndian.Uint32(set))
+	if size > int64(len(set)) {
+		return fmt.Errorf("%w: the first message is %d bytes, the fetch size %d", ErrMessageTooLarge, size, maxSize)
+	}
+	return nil
+}
+
+// GetOffsetsBefore asks for at most max segment start offsets of
+// topic/partition before time t (ms since the epoch), in descending order;
+// t = -1 (latest) also returns the flushed end first, t = -2 (earliest) the
+// log's first offset.
+func (c *SimpleConsumer) GetOffsetsBefore(topic string, partition int32, t int64, max int32) ([]int64, error) {
+	req := protocol.OffsetsRequest{Topic: topic, Partition: partition, Time: t, MaxNumOffsets: max}
+	c.wbuf = req.AppendTo(c.wbuf[:0])
+	code, payload, err := c.roundTrip()
+	if err != nil {
+		return nil, fmt.Errorf("consumer: offsets of %s-%d before %d from %s: %w", topic, partition, t, c.addr, err)
+	}
+	if code != protocol.ErrNone {
+		return nil, fmt.Errorf("consumer: offsets of %s-%d before %d from %s: %w", topic, partition, t, c.addr, code)
+	}
+	offs, err := protocol.DecodeOffsetsResponse(payload)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: offsets of %s-%d before %d: %w: %w", topic, partition, t, ErrBadResponse, err)
+	}
+	return offs, nil
+}
+
+// LatestOffset is GetOffsetsBefore(topic, partition, -1, 1)[0]: the
+// flushed end, the offset the next visible message will have.
+func (c *SimpleConsumer) LatestOffset(topic string, partition int32) (int64, error) {
+	return c.singleOffset(topic, partition, -1)
+}
+
+// EarliestOffset is the first offset still on the broker.
+func (c *SimpleConsumer) EarliestOffset(topic string, partition int32) (int64, error) {
+	return c.singleOffset(topic, partition, -2)
+}
+
+func (c *SimpleConsumer) singleOffset(topic string, partition int32, t int64) (int64, error) {
+	offs, err := c.GetOffsetsBefore(topic, partition, t, 1)
+	if err != nil {
+		return 0, err
+	}
+	if len(offs) == 0 {
+		return 0, fmt.Errorf("consumer: offsets of %s-%d at time %d: broker returned none: %w", topic, partition, t, ErrBadResponse)
+	}
+	return offs[0], nil
+}
+
+// FetchResult is one partition's answer within a MULTIFETCH.
+type FetchResult struct {
+	Set []byte // raw log bytes, aliasing the consumer's buffer
+	Err error  // a broker error code or ErrMessageTooLarge, wrapped
+}
+
+// MultiFetch sends one MULTIFETCH with every fetch and returns one result
+// per fetch, in order. The results and their sets are valid until the next
+// call on c.
+func (c *SimpleConsumer) MultiFetch(fetches []protocol.FetchRequest) ([]FetchResult, error) {
+	req := protocol.MultiFetchRequest{Fetches: fetches}
+	c.wbuf = req.AppendTo(c.wbuf[:0])
+	code, payload, err := c.roundTrip()
+	if err != nil {
+		return nil, fmt.Errorf("consumer: multifetch of %d partitions from %s: %w", len(fetches), c.addr, err)
+	}
+	if code != protocol.ErrNone {
+		return nil, fmt.Errorf("consumer: multifetch of %d partitions from %s: %w", len(fetches), c.addr, code)
+	}
+	c.results = c.results[:0]
+	err = protocol.DecodeMultiFetchResponse(payload, func(i int, code protocol.ErrorCode, set []byte) error {
+		if i >= len(fetches) {
+			return fmt.Errorf("%d answers for %d fetches", i+1, len(fetches))
+		}
+		f := &fetches[i]
+		r := FetchResult{Set: set}
+		if code != protocol.ErrNone {
+			r.Set, r.Err = nil, fmt.Errorf("consumer: fetch %s-%d at offset %d: %w", f.Topic, f.Partition, f.Offset, code)
+		} else if err := checkFits(set, f.MaxSize); err != nil {
+			r.Set, r.Err = nil, fmt.Errorf("consumer: fetch %s-%d at offset %d: %w", f.Topic, f.Partition, f.Offset, err)
+		}
+		c.results = append(c.results, r)
+		return nil
+	})
+	if err == nil && len(c.results) != len(fetches) {
+		err = fmt.Errorf("%d answers for %d fetches", len(c.results), len(fetches))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer: multifetch from %s: %w: %w", c.addr, ErrBadResponse, err)
+	}
+	return c.results, nil
+}
+
+// roundTrip writes c.wbuf with one write and reads one response into
+// c.rbuf. An I/O failure closes the connection and is retried once on a
+// fresh one (every request here is a read, so repeating it is harmless).
+func (c *SimpleConsumer) roundTrip() (protocol.ErrorCode, []byte, error) {
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		if c.conn == nil {
+			d := net.Dialer{Timeout: c.timeout}
+			if c.conn, err = d.Dial("tcp", c.addr); err != nil {
+				c.conn = nil
+				continue
+			}
+		}
+		if c.timeout > 0 {
+			_ = c.conn.SetDeadline(time.Now().Add(c.timeout))
+		}
+		if _, err = c.conn.Write(c.wbuf); err == nil {
+			var code protocol.ErrorCode
+			var payload []byte
+			code, payload, c.rbuf, err = protocol.ReadResponse(c.conn, c.rbuf)
+			if err == nil {
+				return code, payload, nil
+			}
+		}
+		_ = c.Close()
+	}
+	return 0, nil, err
+}

@@ -1,0 +1,290 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"kafkarepro/kafka/message"
+	"kafkarepro/kafka/protocol"
+)
+
+// memBroker serves FETCH, MULTIFETCH and OFFSETS from an in-memory log of
+// one partition whose first byte is at offset start, like the real broker:
+// raw bytes from the offset, at most maxSize, cut anywhere.
+type memBroker struct {
+	mu    sync.Mutex
+	start int64
+	log   []byte
+}
+
+func (b *memBroker) append(set []byte) {
+	b.mu.Lock()
+	b.log = append(b.log, set...)
+	b.mu.Unlock()
+}
+
+func (b *memBroker) read(f protocol.FetchRequest) (protocol.ErrorCode, []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if f.MaxSize < 0 {
+		return protocol.ErrInvalidFetchSize, nil
+	}
+	if f.Offset < b.start || f.Offset > b.start+int64(len(b.log)) {
+		return protocol.ErrOffsetOutOfRange, nil
+	}
+	rest := b.log[f.Offset-b.start:]
+	return protocol.ErrNone, bytes.Clone(rest[:min(len(rest), int(f.MaxSize))])
+}
+
+func (b *memBroker) serve(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go b.handle(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func (b *memBroker) handle(c net.Conn) {
+	defer c.Close()
+	var buf, out []byte
+	for {
+		id, body, nb, err := protocol.ReadRequest(c, buf, 0)
+		if err != nil {
+			return
+		}
+		buf = nb
+		req, err := protocol.DecodeRequest(id, body)
+		if err != nil {
+			return
+		}
+		out = out[:0]
+		switch r := req.(type) {
+		case protocol.FetchRequest:
+			code, set := b.read(r)
+			out = protocol.AppendResponseHeader(out, len(set), code)
+			out = append(out, set...)
+		case protocol.MultiFetchRequest:
+			var payload []byte
+			for _, f := range r.Fetches {
+				code, set := b.read(f)
+				payload = protocol.AppendResponseHeader(payload, len(set), code)
+				payload = append(payload, set...)
+			}
+			out = protocol.AppendResponseHeader(out, len(payload), protocol.ErrNone)
+			out = append(out, payload...)
+		case protocol.OffsetsRequest:
+			b.mu.Lock()
+			offs := []int64{b.start + int64(len(b.log))}
+			if r.Time == -2 {
+				offs = []int64{b.start}
+			}
+			b.mu.Unlock()
+			out = protocol.AppendOffsetsResponse(out, protocol.ErrNone, offs)
+		default:
+			return
+		}
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+func payloadN(i int) []byte { return []byte(fmt.Sprintf("message-%04d", i)) }
+
+func setOf(from, to int) []byte {
+	var s []byte
+	for i := from; i < to; i++ {
+		s = message.AppendV0(s, payloadN(i))
+	}
+	return s
+}
+
+func TestIteratorReadsAcrossPartialFetchesAndRewinds(t *testing.T) {
+	b := &memBroker{start: 1000, log: setOf(0, 100)}
+	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
+	defer c.Close()
+	// A fetch size that is not a multiple of the message size makes every
+	// fetch end in the middle of a message.
+	it := NewPartitionIterator(c, "t", 0, 1000, 50)
+	ctx := context.Background()
+	var offsets []int64
+	for i := 0; i < 100; i++ {
+		if !it.Next(ctx) {
+			t.Fatalf("message %d: %v", i, it.Err())
+		}
+		if !bytes.Equal(it.Payload(), payloadN(i)) {
+			t.Fatalf("message %d: got %q", i, it.Payload())
+		}
+		// §3.1: the next offset is offset + 4 + N (9 + payload for magic 0).
+		if it.NextOffset() != it.Offset()+int64(message.SizeV0(len(payloadN(i)))) {
+			t.Fatalf("message %d: offset %d next %d", i, it.Offset(), it.NextOffset())
+		}
+		offsets = append(offsets, it.Offset())
+	}
+	// §3.1: rewind to an earlier offset and re-consume.
+	it.SeekTo(offsets[42])
+	if !it.Next(ctx) || !bytes.Equal(it.Payload(), payloadN(42)) {
+		t.Fatalf("after rewind: %q %v", it.Payload(), it.Err())
+	}
+	// Caught up: Poll says no without error; Next blocks until an append.
+	it.SeekTo(offsets[99])
+	if !it.Poll() || it.Poll() || it.Err() != nil {
+		t.Fatalf("poll at end: err %v", it.Err())
+	}
+	go func() { time.Sleep(50 * time.Millisecond); b.append(setOf(100, 101)) }()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if !it.Next(cctx) || !bytes.Equal(it.Payload(), payloadN(100)) {
+		t.Fatalf("blocking next: %q %v", it.Payload(), it.Err())
+	}
+	cctx2, cancel2 := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel2()
+	if it.Next(cctx2) || !errors.Is(it.Err(), context.DeadlineExceeded) {
+		t.Fatalf("next at end with a deadline: %v", it.Err())
+	}
+}
+
+func TestIteratorStopsAtBadCRC(t *testing.T) {
+	log := setOf(0, 10)
+	bad := len(setOf(0, 6))
+	log[bad+message.HeaderSizeV0] ^= 0xff // flip a payload byte of message 6
+	b := &memBroker{log: log}
+	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
+	it := NewPartitionIterator(c, "t", 0, 0, 1000)
+	n := 0
+	for it.Next(context.Background()) {
+		n++
+	}
+	if n != 6 || !errors.Is(it.Err(), ErrChecksum) || !errors.Is(it.Err(), message.ErrChecksum) {
+		t.Fatalf("read %d messages then %v; want 6 then a CRC error", n, it.Err())
+	}
+	if want := fmt.Sprintf("offset %d", bad); !bytes.Contains([]byte(it.Err().Error()), []byte(want)) {
+		t.Fatalf("error %q does not name %q", it.Err(), want)
+	}
+}
+
+func TestFetchReportsMessageLargerThanFetchSize(t *testing.T) {
+	b := &memBroker{log: message.AppendV0(nil, make([]byte, 500))}
+	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
+	_, err := c.Fetch("t", 0, 0, 100)
+	if !errors.Is(err, ErrMessageTooLarge) || !bytes.Contains([]byte(err.Error()), []byte("509 bytes")) {
+		t.Fatalf("got %v, want ErrMessageTooLarge naming 509 bytes", err)
+	}
+	it := NewPartitionIterator(c, "t", 0, 0, 100)
+	if it.Next(context.Background()) || !errors.Is(it.Err(), ErrMessageTooLarge) {
+		t.Fatalf("iterator: %v", it.Err())
+	}
+	if _, err := c.Fetch("t", 0, 1000, 100); !errors.Is(err, protocol.ErrOffsetOutOfRange) {
+		t.Fatalf("fetch past the end: %v", err)
+	}
+}
+
+func TestOffsetsAndMultiFetch(t *testing.T) {
+	b := &memBroker{start: 64, log: setOf(0, 3)}
+	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
+	if o, err := c.LatestOffset("t", 0); err != nil || o != 64+int64(len(b.log)) {
+		t.Fatalf("latest: %d %v", o, err)
+	}
+	if o, err := c.EarliestOffset("t", 0); err != nil || o != 64 {
+		t.Fatalf("earliest: %d %v", o, err)
+	}
+	res, err := c.MultiFetch([]protocol.FetchRequest{
+		{Topic: "t", Offset: 64, MaxSize: 1000},
+		{Topic: "t", Offset: 1, MaxSize: 1000},
+		{Topic: "t", Offset: 64, MaxSize: 5},
+	})
+	if err != nil || len(res) != 3 {
+		t.Fatalf("multifetch: %v %v", res, err)
+	}
+	if !bytes.Equal(res[0].Set, b.log) || !errors.Is(res[1].Err, protocol.ErrOffsetOutOfRange) || !errors.Is(res[2].Err, ErrMessageTooLarge) {
+		t.Fatalf("multifetch results: %q / %v / %v", res[0].Set, res[1].Err, res[2].Err)
+	}
+}
+
+func TestIteratorUnpacksCompressedWrappers(t *testing.T) {
+	w, err := message.Compress(message.CodecGzip, setOf(0, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := append(append(setOf(10, 11), w...), setOf(11, 12)...)
+	b := &memBroker{log: log}
+	it := NewPartitionIterator(NewSimpleConsumer(b.serve(t), 5*time.Second), "t", 0, 0, 1000)
+	wrapAt := int64(len(setOf(10, 11)))
+	wrapEnd := wrapAt + int64(len(w))
+	want := []struct {
+		p         string
+		off, next int64
+	}{
+		{"message-0010", 0, wrapAt},
+		{"message-0000", wrapAt, wrapAt}, // SPEC §2: inner messages replay the wrapper...
+		{"message-0001", wrapAt, wrapAt},
+		{"message-0002", wrapAt, wrapEnd}, // ...except the last
+		{"message-0011", wrapEnd, int64(len(log))},
+	}
+	for i, w := range want {
+		if !it.Poll() {
+			t.Fatalf("message %d: %v", i, it.Err())
+		}
+		if string(it.Payload()) != w.p || it.Offset() != w.off || it.NextOffset() != w.next {
+			t.Fatalf("message %d: %q %d %d, want %+v", i, it.Payload(), it.Offset(), it.NextOffset(), w)
+		}
+	}
+}
+
+func TestIteratorAllocatesNothingPerMessage(t *testing.T) {
+	b := &memBroker{log: setOf(0, 2000)}
+	c := NewSimpleConsumer(b.serve(t), 0)
+	it := NewPartitionIterator(c, "t", 0, 0, 300*1024)
+	ctx := context.Background()
+	if !it.Next(ctx) {
+		t.Fatal(it.Err())
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if !it.Next(ctx) {
+			t.Fatal(it.Err())
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.2f allocations per message", allocs)
+	}
+}
+
+func BenchmarkIterator(b *testing.B) {
+	const n = 1500 // 200-byte messages, about 300 KB
+	var set []byte
+	for i := 0; i < n; i++ {
+		set = message.AppendV0(set, make([]byte, 200))
+	}
+	mb := &memBroker{log: set}
+	c := NewSimpleConsumer(mb.serve(b), 0)
+	it := NewPartitionIterator(c, "t", 0, 0, int32(len(set)))
+	ctx := context.Background()
+	b.SetBytes(200)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !it.Next(ctx) {
+			if it.Err() != nil {
+				b.Fatal(it.Err())
+			}
+		}
+		if it.NextOffset() == int64(len(set)) {
+			it.SeekTo(0)
+		}
+	}
+}

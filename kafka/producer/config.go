@@ -1,0 +1,171 @@
+package producer
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"kafkarepro/kafka/message"
+)
+
+// Config holds the producer settings under their Kafka 0.7 property names.
+type Config struct {
+	// BrokerList is broker.list: "id:host:port,id:host:port". With it the
+	// producer lets the broker pick the partition (SPEC §7).
+	BrokerList string
+	// ZkConnect is zk.connect: discovery through ZooKeeper's broker registry
+	// (paper §3.2). It is read by the ZooKeeper discovery, not by this file.
+	ZkConnect string
+	// ProducerType is producer.type: "sync" (default) or "async".
+	ProducerType string
+	// BatchSize is batch.size: messages the async producer gathers before it
+	// sends (200).
+	BatchSize int
+	// QueueSize is queue.size: the async producer's bounded queue (10000).
+	QueueSize int
+	// QueueTime is queue.time: the longest a message waits in the async
+	// queue (5000 ms).
+	QueueTime time.Duration
+	// EnqueueTimeoutMs is queue.enqueueTimeout.ms: 0 drops when the queue is
+	// full, -1 blocks, >0 waits that long.
+	EnqueueTimeoutMs int
+	// Compression is compression.codec: 0 none, 1 gzip, 2 snappy. A
+	// compressed batch travels as one magic-1 wrapper message.
+	Compression message.Codec
+	// ConnectTimeout is connect.timeout.ms (5000).
+	ConnectTimeout time.Duration
+	// SocketBufferSize is buffer.size, the socket send buffer. 0 (our
+	// default) keeps the kernel's auto-tuned size, which is faster on
+	// loopback than 0.7's fixed 100 KB.
+	SocketBufferSize int
+	// MaxMessageSize is max.message.size: a larger single message is refused
+	// before it is sent (1,000,000).
+	MaxMessageSize int
+}
+
+// DefaultConfig returns 0.7's defaults.
+func DefaultConfig() Config {
+	return Config{
+		ProducerType:     "sync",
+		BatchSize:        200,
+		QueueSize:        10000,
+		QueueTime:        5000 * time.Millisecond,
+		EnqueueTimeoutMs: 0,
+		ConnectTimeout:   5000 * time.Millisecond,
+		MaxMessageSize:   1000000,
+	}
+}
+
+// ConfigFromProperties builds a Config from 0.7 property names, starting
+// from DefaultConfig. Unknown keys (serializer.class and friends, which have
+// no meaning for []byte messages) are ignored.
+func ConfigFromProperties(props map[string]string) (Config, error) {
+	cfg := DefaultConfig()
+	for k, v := range props {
+		v = strings.TrimSpace(v)
+		var err error
+		switch k {
+		case "broker.list":
+			cfg.BrokerList = v
+		case "zk.connect":
+			cfg.ZkConnect = v
+		case "producer.type":
+			cfg.ProducerType = v
+		case "batch.size":
+			cfg.BatchSize, err = strconv.Atoi(v)
+		case "queue.size":
+			cfg.QueueSize, err = strconv.Atoi(v)
+		case "queue.time":
+			var ms int
+			ms, err = strconv.Atoi(v)
+			cfg.QueueTime = time.Duration(ms) * time.Millisecond
+		case "queue.enqueueTimeout.ms":
+			cfg.EnqueueTimeoutMs, err = strconv.Atoi(v)
+		case "compression.codec":
+			var c int
+			c, err = strconv.Atoi(v)
+			cfg.Compression = message.Codec(c)
+		case "connect.timeout.ms":
+			var ms int
+			ms, err = strconv.Atoi(v)
+			cfg.ConnectTimeout = time.Duration(ms) * time.Millisecond
+		case "buffer.size":
+			cfg.SocketBufferSize, err = strconv.Atoi(v)
+		case "max.message.size":
+			cfg.MaxMessageSize, err = strconv.Atoi(v)
+		}
+		if err != nil {
+			return cfg, fmt.Errorf("producer: property %s=%q: %w", k, v, ErrBadConfig)
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate checks the settings that can be checked without the network.
+func (c Config) Validate() error {
+	switch c.ProducerType {
+	case "", "sync", "async":
+	default:
+		return fmt.Errorf("producer: producer.type %q is not sync or async: %w", c.ProducerType, ErrBadConfig)
+	}
+	if c.BrokerList == "" && c.ZkConnect == "" {
+		return fmt.Errorf("producer: neither broker.list nor zk.connect is set: %w", ErrBadConfig)
+	}
+	if c.BrokerList != "" {
+		if _, err := ParseBrokerList(c.BrokerList); err != nil {
+			return err
+		}
+	}
+	if c.Compression > message.CodecSnappy {
+		return fmt.Errorf("producer: compression.codec %d is not 0, 1 or 2: %w", c.Compression, ErrBadConfig)
+	}
+	return nil
+}
+
+// Broker is one broker as the producer knows it.
+type Broker struct {
+	ID   int
+	Host string
+	Port int
+}
+
+// Addr is host:port.
+func (b Broker) Addr() string { return fmt.Sprintf("%s:%d", b.Host, b.Port) }
+
+// ErrBadConfig is wrapped by every configuration error.
+var ErrBadConfig = errors.New("producer: bad configuration")
+
+// ParseBrokerList parses broker.list, "id:host:port,..." (0.7's static
+// list). Ids must be distinct.
+func ParseBrokerList(s string) ([]Broker, error) {
+	var out []Broker
+	seen := map[int]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		first := strings.IndexByte(item, ':')
+		last := strings.LastIndexByte(item, ':')
+		if first < 0 || first == last {
+			return nil, fmt.Errorf("producer: broker.list entry %q is not id:host:port: %w", item, ErrBadConfig)
+		}
+		id, err1 := strconv.Atoi(item[:first])
+		port, err2 := strconv.Atoi(item[last+1:])
+		host := item[first+1 : last]
+		if err1 != nil || err2 != nil || id < 0 || port <= 0 || port > 65535 || host == "" {
+			return nil, fmt.Errorf("producer: broker.list entry %q is not id:host:port: %w", item, ErrBadConfig)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("producer: broker.list names broker id %d twice: %w", id, ErrBadConfig)
+		}
+		seen[id] = true
+		out = append(out, Broker{ID: id, Host: host, Port: port})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("producer: broker.list %q names no broker: %w", s, ErrBadConfig)
+	}
+	return out, nil
+}

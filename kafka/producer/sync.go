@@ -1,0 +1,375 @@
+// Package producer publishes messages to Kafka brokers (paper §3, SPEC §7).
+//
+// The paper's producer is deliberately simple: it batches messages into one
+// message set per request, writes the request and does not wait for any
+// acknowledgement (paper §5: "the Kafka producer currently doesn't wait for
+// acknowledgements from the broker"). The bytes it builds — [4-byte length,
+// magic, CRC-32, payload] per message, back to back — are exactly what the
+// broker appends to its segment file and later sends to consumers (§3.1:
+// nothing is re-encoded on the way through).
+//
+// SyncProducer keeps one TCP connection per broker and writes one PRODUCE
+// request per Send, built in a reused buffer and handed to the kernel with a
+// single write, so a steady-state Send allocates nothing. Where a message
+// goes is decided by a Discovery (the static broker.list here; ZooKeeper's
+// registry of §3.2 elsewhere) and a Partitioner (random, or by key).
+package producer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"kafkarepro/kafka/message"
+	"kafkarepro/kafka/protocol"
+)
+
+// Errors returned by the producer, wrapped with the failing input.
+var (
+	ErrNoBrokers        = errors.New("producer: no broker available")
+	ErrUnknownPartition = errors.New("producer: unknown partition")
+	ErrInvalidTopic     = errors.New("producer: invalid topic name")
+	ErrMessageTooLarge  = errors.New("producer: message larger than max.message.size")
+	ErrClosed           = errors.New("producer: closed")
+)
+
+// maxTopicLength bounds a topic name as the broker's log does: the name
+// becomes the directory "<topic>-<partition>", at most 255 bytes.
+const maxTopicLength = 255 - 1 - 10
+
+// newZKDiscovery builds the ZooKeeper-based Discovery for zk.connect. It is
+// nil until the ZooKeeper discovery file of this package sets it in init.
+var newZKDiscovery func(cfg Config) (Discovery, error)
+
+// SyncProducer sends each batch straight away on the caller's goroutine.
+// It is safe for concurrent use; sends to one broker are serialised on
+// that broker's connection.
+type SyncProducer struct {
+	cfg         Config
+	disc        Discovery
+	partitioner Partitioner
+	pool        *pool
+
+	topicMu   sync.Mutex
+	lastTopic string // the last topic name that passed validation
+}
+
+// NewSync returns a producer for cfg: broker.list if set, else zk.connect.
+// Connections are opened on first use.
+func NewSync(cfg Config) (*SyncProducer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var disc Discovery
+	var err error
+	switch {
+	case cfg.BrokerList != "":
+		disc, err = newStaticDiscovery(cfg.BrokerList)
+	case newZKDiscovery != nil:
+		disc, err = newZKDiscovery(cfg)
+	default:
+		err = fmt.Errorf("producer: zk.connect=%q given but ZooKeeper discovery is not built in: %w", cfg.ZkConnect, ErrBadConfig)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return NewSyncWithDiscovery(cfg, disc, nil), nil
+}
+
+// NewSyncWithDiscovery returns a producer that asks disc where to send and
+// p (DefaultPartitioner if nil) which partition to pick.
+func NewSyncWithDiscovery(cfg Config, disc Discovery, p Partitioner) *SyncProducer {
+	if p == nil {
+		p = DefaultPartitioner{}
+	}
+	return &SyncProducer{cfg: cfg, disc: disc, partitioner: p, pool: newPool(cfg)}
+}
+
+// Send writes msgs as one message set to one PRODUCE request. Partition -1
+// lets the producer pick a broker at random and that broker pick the
+// partition; an explicit partition goes to the lowest-id broker that has it
+// (with broker.list: the lowest-id broker), so its order is kept.
+func (p *SyncProducer) Send(topic string, partition int32, msgs ...[]byte) error {
+	dst, err := p.pick(topic, partition, nil)
+	if err != nil {
+		return err
+	}
+	return p.send(dst, topic, msgs, nil)
+}
+
+// SendKeyed sends msgs to the partition the Partitioner picks for key: the
+// same key always reaches the same partition while the partitions stay.
+func (p *SyncProducer) SendKeyed(topic string, key []byte, msgs ...[]byte) error {
+	dst, err := p.pick(topic, -1, key)
+	if err != nil {
+		return err
+	}
+	return p.send(dst, topic, msgs, nil)
+}
+
+// SendSet sends an already encoded message set as is (for instance a
+// compressed wrapper, or a deliberately corrupt set in a test).
+func (p *SyncProducer) SendSet(topic string, partition int32, set []byte) error {
+	dst, err := p.pick(topic, partition, nil)
+	if err != nil {
+		return err
+	}
+	return p.send(dst, topic, nil, set)
+}
+
+// SendTo sends msgs to one partition of one broker, bypassing the
+// Partitioner (part -1: the broker picks).
+func (p *SyncProducer) SendTo(brokerID int, topic string, part int32, msgs ...[]byte) error {
+	if err := p.checkTopic(topic); err != nil {
+		return err
+	}
+	return p.send(Partition{BrokerID: brokerID, Part: part}, topic, msgs, nil)
+}
+
+// MultiSend writes one MULTIPRODUCE request holding every produce, each
+// with an encoded message set, to one broker (SPEC §4; what the async
+// producer sends).
+func (p *SyncProducer) MultiSend(brokerID int, produces []protocol.ProduceRequest) error {
+	for i := range produces {
+		if err := p.checkTopic(produces[i].Topic); err != nil {
+			return err
+		}
+	}
+	c, err := p.pool.get(brokerID, p.disc)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.buf[:0]
+	b = append(b, 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(protocol.RequestMultiProduce))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(produces)))
+	for i := range produces {
+		b = appendProduceHead(b, produces[i].Topic, produces[i].Partition)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(produces[i].Messages)))
+		b = append(b, produces[i].Messages...)
+	}
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	c.buf = b
+	return c.writeLocked()
+}
+
+// Discovery returns the producer's discovery (for tools that list brokers).
+func (p *SyncProducer) Discovery() Discovery { return p.disc }
+
+// Close closes every connection and the discovery.
+func (p *SyncProducer) Close() error {
+	p.pool.close()
+	return p.disc.Close()
+}
+
+// pick chooses where a batch goes.
+func (p *SyncProducer) pick(topic string, partition int32, key []byte) (Partition, error) {
+	if err := p.checkTopic(topic); err != nil {
+		return Partition{}, err
+	}
+	parts, err := p.disc.Partitions(topic)
+	if err != nil {
+		return Partition{}, err
+	}
+	if len(parts) == 0 {
+		return Partition{}, fmt.Errorf("producer: topic %q: %w", topic, ErrNoBrokers)
+	}
+	if partition >= 0 {
+		for _, pt := range parts {
+			if pt.Part == partition || pt.Part == -1 {
+				return Partition{BrokerID: pt.BrokerID, Part: partition}, nil
+			}
+		}
+		return Partition{}, fmt.Errorf("producer: topic %q partition %d: %w", topic, partition, ErrUnknownPartition)
+	}
+	return parts[p.partitioner.Partition(key, len(parts))], nil
+}
+
+// send frames one PRODUCE request (msgs encoded as magic-0 messages, or
+// set as is) in the connection's reused buffer and writes it once.
+func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []byte) error {
+	for _, m := range msgs {
+		if p.cfg.MaxMessageSize > 0 && len(m) > p.cfg.MaxMessageSize {
+			return fmt.Errorf("producer: topic %q: message of %d bytes > %d: %w", topic, len(m), p.cfg.MaxMessageSize, ErrMessageTooLarge)
+		}
+	}
+	c, err := p.pool.get(dst.BrokerID, p.disc)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if msgs != nil && p.cfg.Compression != message.CodecNone {
+		// §3.1/0.7: a compressed batch is one magic-1 wrapper message.
+		c.scratch = c.scratch[:0]
+		for _, m := range msgs {
+			c.scratch = message.AppendV0(c.scratch, m)
+		}
+		w, err := message.Compress(p.cfg.Compression, c.scratch)
+		if err != nil {
+			return fmt.Errorf("producer: compress %d messages for %q: %w", len(msgs), topic, err)
+		}
+		msgs, set = nil, w
+	}
+	b := c.buf[:0]
+	b = append(b, 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(protocol.RequestProduce))
+	b = appendProduceHead(b, topic, dst.Part)
+	setAt := len(b)
+	b = append(b, 0, 0, 0, 0)
+	if set != nil {
+		b = append(b, set...)
+	}
+	for _, m := range msgs {
+		b = message.AppendV0(b, m)
+	}
+	binary.BigEndian.PutUint32(b[setAt:], uint32(len(b)-setAt-4))
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	c.buf = b
+	return c.writeLocked()
+}
+
+// appendProduceHead appends a PRODUCE body's topic and partition.
+func appendProduceHead(b []byte, topic string, part int32) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(topic)))
+	b = append(b, topic...)
+	return binary.BigEndian.AppendUint32(b, uint32(part))
+}
+
+// checkTopic refuses a name the broker would refuse: without a response,
+// a refused request would otherwise vanish silently. The last good name is
+// remembered so a steady stream of sends checks it once.
+func (p *SyncProducer) checkTopic(topic string) error {
+	p.topicMu.Lock()
+	ok := topic == p.lastTopic && topic != ""
+	p.topicMu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := ValidateTopic(topic); err != nil {
+		return err
+	}
+	p.topicMu.Lock()
+	p.lastTopic = topic
+	p.topicMu.Unlock()
+	return nil
+}
+
+// ValidateTopic applies the broker's rules: 1–244 characters among letters,
+// digits, '.', '_' and '-', and not "." or "..".
+func ValidateTopic(topic string) error {
+	if topic == "" || len(topic) > maxTopicLength || topic == "." || topic == ".." {
+		return fmt.Errorf("producer: topic %q: %w", topic, ErrInvalidTopic)
+	}
+	for i := 0; i < len(topic); i++ {
+		c := topic[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("producer: topic %q: character %q: %w", topic, c, ErrInvalidTopic)
+		}
+	}
+	return nil
+}
+
+// pool holds one connection per broker id.
+type pool struct {
+	cfg    Config
+	mu     sync.RWMutex
+	conns  map[int]*brokerConn
+	closed bool
+}
+
+func newPool(cfg Config) *pool { return &pool{cfg: cfg, conns: map[int]*brokerConn{}} }
+
+func (p *pool) get(id int, disc Discovery) (*brokerConn, error) {
+	p.mu.RLock()
+	c, ok := p.conns[id]
+	closed := p.closed
+	p.mu.RUnlock()
+	if ok {
+		return c, nil
+	}
+	if closed {
+		return nil, ErrClosed
+	}
+	b, found := disc.Broker(id)
+	if !found {
+		return nil, fmt.Errorf("producer: broker id %d: %w", id, ErrNoBrokers)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.conns[id]; ok {
+		return c, nil
+	}
+	c = &brokerConn{broker: b, cfg: &p.cfg}
+	p.conns[id] = c
+	return c, nil
+}
+
+func (p *pool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for id, c := range p.conns {
+		c.mu.Lock()
+		c.closeLocked()
+		c.mu.Unlock()
+		delete(p.conns, id)
+	}
+}
+
+// brokerConn is one broker's connection and its reused request buffer.
+type brokerConn struct {
+	mu      sync.Mutex
+	broker  Broker
+	cfg     *Config
+	conn    net.Conn
+	buf     []byte // the framed request being sent
+	scratch []byte // the uncompressed set of a compressed batch
+}
+
+// writeLocked writes c.buf with one write call. A failed write closes the
+// connection and is retried once on a fresh one (the broker discards a
+// request cut short by a closed connection, so nothing is applied twice).
+func (c *brokerConn) writeLocked() error {
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		if c.conn == nil {
+			if err = c.dialLocked(); err != nil {
+				continue
+			}
+		}
+		if _, err = c.conn.Write(c.buf); err == nil {
+			return nil
+		}
+		c.closeLocked()
+	}
+	return fmt.Errorf("producer: send %d bytes to broker %d (%s): %w", len(c.buf), c.broker.ID, c.broker.Addr(), err)
+}
+
+func (c *brokerConn) dialLocked() error {
+	timeout := c.cfg.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	conn, err := net.DialTimeout("tcp", c.broker.Addr(), timeout)
+	if err != nil {
+		return err
+	}
+	if tc, ok := conn.(*net.TCPConn); ok && c.cfg.SocketBufferSize > 0 {
+		_ = tc.SetWriteBuffer(c.cfg.SocketBufferSize)
+	}
+	c.conn = conn
+	return nil
+}
+
+func (c *brokerConn) closeLocked() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+}

@@ -1,0 +1,287 @@
+package producer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+
+	"kafkarepro/kafka/message"
+	"kafkarepro/kafka/protocol"
+)
+
+// fakeBroker accepts connections and hands every decoded request to reqs.
+func fakeBroker(t testing.TB, reqs chan<- protocol.Request) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if reqs == nil {
+					io.Copy(io.Discard, c)
+					return
+				}
+				var buf []byte
+				for {
+					id, body, nb, err := protocol.ReadRequest(c, buf, 0)
+					if err != nil {
+						return
+					}
+					buf = nb
+					req, err := protocol.DecodeRequest(id, bytes.Clone(body))
+					if err != nil {
+						t.Errorf("broker: decode request %d: %v", id, err)
+						return
+					}
+					reqs <- req
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func brokerList(id int, addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	return fmt.Sprintf("%d:%s:%s", id, host, port)
+}
+
+func newTestProducer(t testing.TB, list string) *SyncProducer {
+	cfg := DefaultConfig()
+	cfg.BrokerList = list
+	p, err := NewSync(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func TestSendIsOneProduceWithTheWholeBatch(t *testing.T) {
+	reqs := make(chan protocol.Request, 10)
+	p := newTestProducer(t, brokerList(0, fakeBroker(t, reqs)))
+	msgs := [][]byte{[]byte("a"), []byte("hello"), bytes.Repeat([]byte{7}, 300)}
+	if err := p.Send("topic1", -1, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Send("topic1", 3, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	r := (<-reqs).(protocol.ProduceRequest)
+	if r.Topic != "topic1" || r.Partition != -1 {
+		t.Fatalf("got topic %q partition %d, want topic1 -1", r.Topic, r.Partition)
+	}
+	// SPEC §2: 9 bytes of overhead per magic-0 message.
+	want := 0
+	for _, m := range msgs {
+		want += message.SizeV0(len(m))
+	}
+	if len(r.Messages) != want {
+		t.Fatalf("set is %d bytes, want %d", len(r.Messages), want)
+	}
+	it := message.NewIterator(r.Messages, 0)
+	for i := 0; it.Next(); i++ {
+		m := it.Message()
+		if !m.Valid() || m.Magic() != message.MagicV0 || !bytes.Equal(m.Payload(), msgs[i]) {
+			t.Fatalf("message %d: valid=%v magic=%d payload %q", i, m.Valid(), m.Magic(), m.Payload())
+		}
+	}
+	r = (<-reqs).(protocol.ProduceRequest)
+	if r.Partition != 3 {
+		t.Fatalf("explicit partition: got %d, want 3", r.Partition)
+	}
+}
+
+func TestMultiSendAndCompression(t *testing.T) {
+	reqs := make(chan protocol.Request, 10)
+	addr := fakeBroker(t, reqs)
+	cfg := DefaultConfig()
+	cfg.BrokerList = brokerList(5, addr)
+	cfg.Compression = message.CodecGzip
+	p, err := NewSync(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Send("t", 0, []byte("one"), []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	r := (<-reqs).(protocol.ProduceRequest)
+	it := message.NewIterator(r.Messages, 0)
+	if !it.Next() || it.Message().Codec() != message.CodecGzip || !it.Message().Valid() {
+		t.Fatalf("want one valid gzip wrapper, got %x", r.Messages)
+	}
+	inner, err := message.Decompress(it.Message())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := message.Validate(inner); n != 2 || err != nil {
+		t.Fatalf("inner set: %d messages, %v", n, err)
+	}
+	a := message.AppendV0(nil, []byte("A"))
+	b := message.AppendV0(nil, []byte("B"))
+	if err := p.MultiSend(5, []protocol.ProduceRequest{{Topic: "x", Partition: 0, Messages: a}, {Topic: "y", Partition: 1, Messages: b}}); err != nil {
+		t.Fatal(err)
+	}
+	mp := (<-reqs).(protocol.MultiProduceRequest)
+	if len(mp.Produces) != 2 || mp.Produces[1].Topic != "y" || !bytes.Equal(mp.Produces[1].Messages, b) {
+		t.Fatalf("multiproduce decoded as %+v", mp)
+	}
+}
+
+func TestBadInputsAreRefusedBeforeSending(t *testing.T) {
+	p := newTestProducer(t, brokerList(0, fakeBroker(t, nil)))
+	for _, topic := range []string{"", "..", "a/b", "x y", string(make([]byte, 300))} {
+		if err := p.Send(topic, -1, []byte("m")); !errors.Is(err, ErrInvalidTopic) {
+			t.Errorf("topic %q: got %v, want ErrInvalidTopic", topic, err)
+		}
+	}
+	if err := p.Send("t", -1, make([]byte, 1000001)); !errors.Is(err, ErrMessageTooLarge) {
+		t.Errorf("huge message: got %v", err)
+	}
+	for _, list := range []string{"", "host:9092", "a:h:1", "0:h:99999", "0:h:1,0:h:2"} {
+		if _, err := ParseBrokerList(list); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("broker.list %q: got %v, want ErrBadConfig", list, err)
+		}
+	}
+	bs, err := ParseBrokerList("2:localhost:9093, 1:::1:9092")
+	if err != nil || len(bs) != 2 || bs[1].Host != "::1" || bs[1].Port != 9092 {
+		t.Errorf("ParseBrokerList: %+v %v", bs, err)
+	}
+}
+
+func TestSendReconnectsAfterBrokerRestart(t *testing.T) {
+	reqs := make(chan protocol.Request, 10)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	p := newTestProducer(t, brokerList(0, addr))
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close() // drop the first connection at once
+		}
+		ln.Close()
+	}()
+	_ = p.Send("t", -1, []byte("lost"))
+	ln.Close()
+	// A new "broker" on the same port.
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("port %s not reusable: %v", addr, err)
+	}
+	ln2.Close()
+	fakeBrokerOn(t, addr, reqs)
+	// The first send after the restart may still go to the dead connection
+	// (no acknowledgements, paper §5); the next ones reconnect.
+	for i := 0; i < 5; i++ {
+		if err := p.Send("t", -1, []byte("after")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := (<-reqs).(protocol.ProduceRequest)
+	if !bytes.Contains(r.Messages, []byte("after")) {
+		t.Fatalf("got %q", r.Messages)
+	}
+}
+
+func fakeBrokerOn(t testing.TB, addr string, reqs chan<- protocol.Request) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				var buf []byte
+				for {
+					id, body, nb, err := protocol.ReadRequest(c, buf, 0)
+					if err != nil {
+						return
+					}
+					buf = nb
+					req, _ := protocol.DecodeRequest(id, bytes.Clone(body))
+					reqs <- req
+				}
+			}()
+		}
+	}()
+}
+
+func TestPartitioner(t *testing.T) {
+	var p DefaultPartitioner
+	for n := 1; n < 20; n++ {
+		k := []byte(fmt.Sprintf("key-%d", n))
+		a, b := p.Partition(k, n), p.Partition(k, n)
+		if a != b || a < 0 || a >= n {
+			t.Fatalf("key %q over %d partitions: %d then %d", k, n, a, b)
+		}
+		if r := p.Partition(nil, n); r < 0 || r >= n {
+			t.Fatalf("random over %d: %d", n, r)
+		}
+	}
+	seen := map[int]bool{}
+	for i := 0; i < 200; i++ {
+		seen[p.Partition(nil, 4)] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("random partitioner reached only %v of 4", seen)
+	}
+}
+
+func TestSendAllocatesNothing(t *testing.T) {
+	p := newTestProducer(t, brokerList(0, fakeBroker(t, nil)))
+	batch := make([][]byte, 50)
+	for i := range batch {
+		batch[i] = make([]byte, 200)
+	}
+	if err := p.Send("perf", -1, batch...); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := p.Send("perf", -1, batch...); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("Send allocated %.1f times per call, want 0", allocs)
+	}
+}
+
+func benchmarkSend(b *testing.B, batchSize int) {
+	p := newTestProducer(b, brokerList(0, fakeBroker(b, nil)))
+	batch := make([][]byte, batchSize)
+	for i := range batch {
+		batch[i] = bytes.Repeat([]byte{'x'}, 200)
+	}
+	b.SetBytes(int64(batchSize * 200))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Send("perf", -1, batch...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batchSize)/b.Elapsed().Seconds(), "msg/s")
+}
+
+func BenchmarkSendBatch1(b *testing.B)  { benchmarkSend(b, 1) }
+func BenchmarkSendBatch50(b *testing.B) { benchmarkSend(b, 50) }
