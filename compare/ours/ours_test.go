@@ -1,0 +1,151 @@
+package ours
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"kafkarepro/compare"
+	"kafkarepro/compare/local"
+	"kafkarepro/kafka/message"
+)
+
+func TestNewAndSettings(t *testing.T) {
+	if _, err := New(compare.Endpoint{}, Options{}); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("New without host: err = %v", err)
+	}
+	s, err := New(compare.Endpoint{Host: "127.0.0.1", Port: 1, Version: "v"},
+		Options{ServerProperties: map[string]string{"log.flush.interval": "777"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := s.Settings()
+	for _, k := range []string{"protocol", "client", "persistence", "flush", "producer_ack", "prefetch", "server_version"} {
+		if set[k] == "" {
+			t.Errorf("setting %s missing", k)
+		}
+	}
+	if !strings.Contains(set["flush"], "log.flush.interval=777") {
+		t.Errorf("flush setting %q does not show the broker's property", set["flush"])
+	}
+	if _, err := s.Produce(context.Background(), compare.ProduceSpec{Messages: 1, MessageSize: 1, Batch: 0, Sent: new(atomic.Int64)}); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("batch 0: err = %v", err)
+	}
+	if p := Payload(200); len(p) != 200 || p[0] == p[1] {
+		t.Errorf("payload = %q", p)
+	}
+}
+
+func startBroker(t *testing.T) (*System, compare.Server) {
+	t.Helper()
+	p, err := local.New(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	srv, err := p.Start(context.Background(), "kafka")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	props := srv.(interface{ Properties() map[string]string }).Properties()
+	s, err := New(srv.Endpoint(), Options{ServerProperties: props})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, srv
+}
+
+// §5 producer and consumer tests at small scale: every message arrives,
+// the disk holds exactly 9 bytes of overhead per message (§3.1), and the
+// consumer reads back exactly what was sent.
+func TestIntegration_ProduceConsume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts our broker")
+	}
+	s, _ := startBroker(t)
+	const n = 20_000
+	for _, batch := range []int{1, 50} {
+		topic := fmt.Sprintf("t-b%d", batch)
+		before, err := s.DiskBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sent atomic.Int64
+		res, err := s.Produce(context.Background(), compare.ProduceSpec{Topic: topic, Messages: n, MessageSize: 200, Batch: batch, Sent: &sent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Messages != n || sent.Load() != n || res.Elapsed <= 0 || res.Bytes != n*200 {
+			t.Errorf("batch %d: result %+v, sent %d", batch, res, sent.Load())
+		}
+		after, err := s.DiskBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := after-before, int64(n*message.SizeV0(200)); got != want {
+			t.Errorf("batch %d: disk grew %d bytes, want %d (209 per message)", batch, got, want)
+		}
+		var recv atomic.Int64
+		cres, err := s.Consume(context.Background(), compare.ConsumeSpec{Topic: topic, Messages: n, MessageSize: 200,
+			PrefetchMessages: 1000, PrefetchBytes: 200 << 10, Received: &recv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cres.Messages != n || recv.Load() != n {
+			t.Errorf("batch %d: consumed %+v, received %d", batch, cres, recv.Load())
+		}
+	}
+}
+
+// §3.3: the consumer checks every CRC; a message corrupted on disk ends the
+// test with a checksum error instead of being counted.
+func TestIntegration_ConsumerChecksCRC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts our broker")
+	}
+	s, srv := startBroker(t)
+	var sent atomic.Int64
+	if _, err := s.Produce(context.Background(), compare.ProduceSpec{Topic: "crc", Messages: 1000, MessageSize: 200, Batch: 50, Sent: &sent}); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(srv.Endpoint().DataDir, "crc-0", "00000000000000000000.kafka")
+	f, err := os.OpenFile(seg, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Flip a payload byte of message 500.
+	if _, err := f.WriteAt([]byte{'!'}, 500*209+20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var recv atomic.Int64
+	_, err = s.Consume(context.Background(), compare.ConsumeSpec{Topic: "crc", Messages: 1000, MessageSize: 200, Received: &recv})
+	if !errors.Is(err, message.ErrChecksum) {
+		t.Fatalf("err = %v, want a checksum error", err)
+	}
+	if recv.Load() >= 1000 {
+		t.Errorf("received %d messages despite the corruption", recv.Load())
+	}
+}
+
+// A broker that is gone: Produce fails with an error instead of hanging.
+func TestIntegration_ProduceToStoppedBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts our broker")
+	}
+	s, srv := startBroker(t)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Int64
+	_, err := s.Produce(context.Background(), compare.ProduceSpec{Topic: "gone", Messages: 100, MessageSize: 200, Batch: 1, Sent: &sent})
+	if err == nil {
+		t.Fatal("Produce to a stopped broker succeeded")
+	}
+}

@@ -1,0 +1,226 @@
+// Command reproduce runs the §5 experiments of the NetDB'11 Kafka paper
+// against our Kafka rebuild, ActiveMQ and RabbitMQ, and writes the CSV
+// files, summary.json, figures 4 and 5, the storage figure and REPORT.md
+// into one results folder.
+//
+//	go run ./experiments/cmd/reproduce --quick --systems kafka
+//	go run ./experiments/cmd/reproduce                      # the paper's 10,000,000 messages
+//	go run ./experiments/cmd/reproduce --check-ratio 2      # exit 1 unless we are 2x faster
+//	go run ./experiments/cmd/reproduce --replot results/X   # redraw a run's figures and REPORT.md
+//
+// The exit code is 0 when every test ran and every ratio check passed, 1
+// when a system failed (its error is in summary.json; the others were still
+// measured) or a check failed, and 2 for a usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"kafkarepro/experiments"
+	"kafkarepro/paper"
+)
+
+// QuickMessages is --quick's message count.
+const QuickMessages = 200_000
+
+type options struct {
+	systems     []string
+	messages    int
+	size        int
+	out         string
+	services    string
+	checkRatio  float64
+	keep        bool
+	testTimeout time.Duration
+	verbose     bool
+	replot      string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("reproduce", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	systems := fs.String("systems", "kafka,activemq,rabbitmq", "comma-separated systems to measure")
+	fs.IntVar(&o.messages, "messages", 10_000_000, "messages per test (the paper: 10,000,000)")
+	fs.IntVar(&o.size, "message-size", 200, "bytes per message (the paper: 200)")
+	quick := fs.Bool("quick", false, fmt.Sprintf("a short run: %d messages (overrides --messages)", QuickMessages))
+	fs.StringVar(&o.out, "out", "", "output folder (default results/<UTC timestamp>)")
+	fs.StringVar(&o.services, "services", "local", "where servers run: local, containers or auto")
+	fs.Float64Var(&o.checkRatio, "check-ratio", 0, "exit 1 unless our batch-50 producer and our consumer are at least this many times faster than every other system")
+	fs.BoolVar(&o.keep, "keep", false, "keep the servers' data and logs")
+	fs.DurationVar(&o.testTimeout, "test-timeout", 0, "bound on one producer or consumer test (0: none)")
+	fs.BoolVar(&o.verbose, "v", false, "log server starts and stops")
+	fs.StringVar(&o.replot, "replot", "", "redraw the figures and REPORT.md of an existing run folder, and run nothing")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *quick {
+		o.messages = QuickMessages
+	}
+	for _, s := range strings.Split(*systems, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if s != "kafka" && s != "activemq" && s != "rabbitmq" {
+			return o, fmt.Errorf("unknown system %q (known: kafka, activemq, rabbitmq)", s)
+		}
+		o.systems = append(o.systems, s)
+	}
+	if len(o.systems) == 0 {
+		return o, errors.New("--systems names no system")
+	}
+	if o.messages <= 0 || o.size <= 0 {
+		return o, fmt.Errorf("--messages %d and --message-size %d must be positive", o.messages, o.size)
+	}
+	switch o.services {
+	case "local", "containers", "auto":
+	default:
+		return o, fmt.Errorf("--services %q: want local, containers or auto", o.services)
+	}
+	if o.out == "" {
+		o.out = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z"))
+	}
+	return o, nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole command; it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "reproduce:", err)
+		return 2
+	}
+	if o.replot != "" {
+		return replot(o.replot, stdout, stderr)
+	}
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	fig, err := paper.Load()
+	if err != nil {
+		fmt.Fprintln(stderr, "reproduce:", err)
+		return 1
+	}
+	prov, err := newProvider(o, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "reproduce:", err)
+		return 1
+	}
+	defer prov.Close()
+
+	cfg := experiments.DefaultConfig()
+	cfg.Messages, cfg.MessageSize, cfg.TestTimeout, cfg.Log = o.messages, o.size, o.testTimeout, logger
+	cfg.Progress = experiments.NewProgress(stderr) // draws in place only on a terminal
+	var targets []experiments.Target
+	for _, name := range o.systems {
+		targets = append(targets, target(prov, name))
+	}
+	started := time.Now()
+	fmt.Fprintf(stderr, "reproduce: %d messages of %d bytes; systems %s; services %s; output %s\n",
+		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), o.out)
+	reports, runErr := experiments.Run(ctx, cfg, targets)
+	sum := experiments.NewSummary(cfg, reports, fig)
+	sum.Run = filepath.Base(o.out)
+	sum.Started, sum.Finished = started.UTC(), time.Now().UTC()
+	sum.Seconds = sum.Finished.Sub(sum.Started).Seconds()
+	sum.Command = "reproduce " + strings.Join(args, " ")
+	sum.Services = prov.Name()
+	sum.Machine = experiments.DescribeMachine(prov.DataRoot())
+	if runErr != nil {
+		sum.Errors = append(sum.Errors, "run interrupted: "+runErr.Error())
+	}
+	if err := experiments.Write(o.out, sum, fig); err != nil {
+		fmt.Fprintln(stderr, "reproduce: writing results:", err)
+		return 1
+	}
+	printSummary(stdout, sum)
+	fmt.Fprintf(stdout, "results in %s (took %.1fs)\n", o.out, sum.Seconds)
+	// A run that recorded errors still wrote everything it measured, but
+	// says so in its exit code.
+	code := 0
+	if runErr != nil || len(sum.Errors) > 0 {
+		fmt.Fprintf(stdout, "%d error(s) recorded in %s\n", len(sum.Errors), filepath.Join(o.out, "summary.json"))
+		code = 1
+	}
+	if o.checkRatio > 0 {
+		lines, ok := experiments.CheckRatio(reports, o.checkRatio)
+		for _, l := range lines {
+			fmt.Fprintln(stdout, l)
+		}
+		if !ok {
+			fmt.Fprintf(stdout, "check-ratio %.2f: FAILED\n", o.checkRatio)
+			code = 1
+		}
+	}
+	return code
+}
+
+func printSummary(w io.Writer, s *experiments.Summary) {
+	fmt.Fprintf(w, "%-10s %-9s %6s %14s %10s\n", "system", "test", "batch", "msg/s", "MB/s")
+	for _, a := range s.Averages {
+		status := ""
+		if !a.OK {
+			status = "  FAILED"
+		}
+		fmt.Fprintf(w, "%-10s %-9s %6d %14.0f %10.2f%s\n", a.System, a.Test, a.Batch, a.MsgPerS, a.MBPerS, status)
+	}
+	for _, r := range s.Systems {
+		if st, ok := r.MainStorage(); ok {
+			fmt.Fprintf(w, "%-10s storage %.1f bytes/message on disk, overhead %.1f bytes\n", r.Name, st.BytesPerMessage, st.OverheadBytes)
+		}
+	}
+	for _, r := range s.Ratios {
+		paperSays := "no paper value"
+		if r.PaperMin > 0 {
+			paperSays = fmt.Sprintf("paper: >= %.3g", r.PaperMin)
+		}
+		fmt.Fprintf(w, "ratio %-40s %8.2f  (%s)\n", r.Name, r.Value, paperSays)
+	}
+	for _, e := range s.Errors {
+		fmt.Fprintln(w, "ERROR:", e)
+	}
+}
+
+// replot redraws a run folder from its summary.json and series.csv.
+func replot(dir string, stdout, stderr io.Writer) int {
+	fig, err := paper.Load()
+	if err == nil {
+		var sum *experiments.Summary
+		if sum, err = experiments.Load(dir); err == nil {
+			err = experiments.Write(dir, sum, fig)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "reproduce: replot:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "redrew %s\n", dir)
+	return 0
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"kafkarepro/compare"
+	"kafkarepro/compare/local"
+	"kafkarepro/experiments"
+)
+
+func TestParseFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	o, err := parseFlags([]string{"--quick", "--systems", "kafka, rabbitmq", "--check-ratio", "2"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.messages != QuickMessages || len(o.systems) != 2 || o.systems[1] != "rabbitmq" || o.checkRatio != 2 ||
+		!strings.HasPrefix(o.out, "results"+string(filepath.Separator)) || o.services != "local" {
+		t.Errorf("options = %+v", o)
+	}
+	o, err = parseFlags(nil, &stderr)
+	if err != nil || o.messages != 10_000_000 || o.size != 200 || len(o.systems) != 3 {
+		t.Errorf("defaults = %+v, %v", o, err)
+	}
+	for _, bad := range [][]string{{"--systems", "kafka,zeromq"}, {"--services", "cloud"}, {"--messages", "0"}, {"extra"}} {
+		if _, err := parseFlags(bad, &stderr); err == nil {
+			t.Errorf("parseFlags(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestContainersHook(t *testing.T) {
+	saved := newContainersProvider
+	defer func() { newContainersProvider = saved }()
+	if saved == nil {
+		t.Error("compare/containers is not wired in (containers.go)")
+	}
+	newContainersProvider = nil
+	_, err := newProvider(options{services: "containers"}, nil)
+	if !errors.Is(err, ErrNoContainers) {
+		t.Errorf("err = %v, want ErrNoContainers", err)
+	}
+}
+
+// The whole quick run, for real, into a temporary folder.
+func TestIntegration_ReproduceQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers")
+	}
+	// All three systems when their scripts exist (about two minutes on a
+	// small machine); REPRODUCE_KAFKA_ONLY=1 keeps it to ours.
+	systems := "kafka"
+	repo, err := local.FindRepo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errA := os.Stat(filepath.Join(repo, "scripts", "activemq.sh"))
+	_, errR := os.Stat(filepath.Join(repo, "scripts", "rabbitmq.sh"))
+	if errA == nil && errR == nil && os.Getenv("REPRODUCE_KAFKA_ONLY") == "" {
+		systems = "kafka,activemq,rabbitmq"
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run(context.Background(), []string{"--quick", "--systems", systems, "--out", out}, &stdout, &stderr)
+	t.Logf("took %v\n%s", time.Since(start), stdout.String())
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	for _, f := range []string{"producer.csv", "consumer.csv", "series.csv", "summary.json", "REPORT.md",
+		"fig4_producer.png", "fig5_consumer.png", "fig_storage.png"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s missing or empty: %v", f, err)
+		}
+	}
+	var sum experiments.Summary
+	data, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err := json.Unmarshal(data, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Errors) != 0 {
+		t.Errorf("errors: %q", sum.Errors)
+	}
+	if want := len(strings.Split(systems, ",")); len(sum.Systems) != want {
+		t.Fatalf("%d systems in summary.json, want %d", len(sum.Systems), want)
+	}
+	for _, r := range sum.Systems[1:] {
+		if r.ProducerRate(1) <= 0 || r.ConsumerRate() <= 0 {
+			t.Errorf("%s not fully measured: %+v", r.Name, r)
+		}
+	}
+	k := sum.Systems[0]
+	if k.Name != "kafka" || k.ProducerRate(1) <= 0 || k.ProducerRate(50) <= 0 || k.ConsumerRate() <= 0 {
+		t.Fatalf("kafka not fully measured: %+v", k)
+	}
+	// §3.1 / §5: 9 bytes of overhead per message on disk, exactly.
+	if st, ok := k.MainStorage(); !ok || st.OverheadBytes != 9 {
+		t.Errorf("kafka storage = %+v, want 9 bytes of overhead", st)
+	}
+	if sum.Machine.Cores == 0 || sum.Machine.GoVersion == "" || sum.Machine.Kernel == "" {
+		t.Errorf("machine = %+v", sum.Machine)
+	}
+	if k.Settings["flush"] == "" || k.Settings["server_version"] == "" {
+		t.Errorf("settings = %v", k.Settings)
+	}
+}
+
+// killer wraps a System and kills the server's process with SIGKILL once the
+// producer has sent half of its messages: a server dying mid-test.
+type killer struct {
+	compare.System
+	pid int
+}
+
+func (k *killer) Produce(ctx context.Context, spec compare.ProduceSpec) (compare.Result, error) {
+	stop := make(chan struct{})
+	defer close(stop)
+	go func(sent *atomic.Int64) {
+		for sent.Load() < int64(spec.Messages/2) {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+		_ = syscall.Kill(k.pid, syscall.SIGKILL)
+	}(spec.Sent)
+	return k.System.Produce(ctx, spec)
+}
+
+// A real broker killed in the middle of the producer test: that system's
+// test ends with an error in the summary, the run goes on with the next
+// system and reports what it measured.
+func TestIntegration_KilledServerRunContinues(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers")
+	}
+	prov, err := local.New(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prov.Close()
+	victim := experiments.Target{Name: "kafka", Open: func(ctx context.Context) (compare.System, func() error, error) {
+		srv, err := prov.Start(ctx, "kafka")
+		if err != nil {
+			return nil, nil, err
+		}
+		sys, err := adapters["kafka"](srv)
+		if err != nil {
+			return nil, nil, errors.Join(err, srv.Stop())
+		}
+		pid := srv.(interface{ Pid() int }).Pid()
+		return &killer{System: sys, pid: pid}, srv.Stop, nil
+	}}
+	cfg := experiments.DefaultConfig()
+	cfg.Messages = 2_000_000 // long enough to be killed in the middle
+	cfg.Batches = map[string][]int{"kafka": {1}}
+	survivor := target(prov, "kafka")
+	reports, err := experiments.Run(context.Background(), cfg, []experiments.Target{victim, survivor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := reports[0]
+	if len(v.Producer) != 1 || v.Producer[0].Error == "" || v.Consumer != nil {
+		t.Fatalf("killed system: %+v", v)
+	}
+	t.Logf("recorded error: %s", v.Producer[0].Error)
+	if v.Producer[0].Msgs < int64(cfg.Messages/2) {
+		t.Errorf("the killed test kept %d messages, want at least the %d sent before the kill", v.Producer[0].Msgs, cfg.Messages/2)
+	}
+	if s := reports[1]; len(s.Errors) != 0 || s.ProducerRate(1) <= 0 || s.ConsumerRate() <= 0 {
+		t.Errorf("the next system was not measured: %+v", s)
+	}
+	if sum := experiments.NewSummary(cfg, reports, nil); len(sum.Errors) == 0 {
+		t.Error("summary has no error for the killed server")
+	}
+}
+
+// Nothing of ours may be left running.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if out, _ := exec.Command("pgrep", "-f", "kafkarepro-local-.*/bin/kafka server-start").Output(); len(out) > 0 {
+		println("leftover kafka servers:", string(out))
+		code = 1
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,20 @@
+// Package experiments reproduces the §5 experiments of the NetDB'11 Kafka
+// paper: one producer publishing N messages of 200 bytes (Kafka with batch
+// sizes 1 and 50, ActiveMQ and RabbitMQ one message per send; figure 4), the
+// bytes each system keeps on disk per message (Kafka 9 bytes of overhead
+// against ActiveMQ's 144), and one consumer reading the same N messages back
+// from the page cache with about 1000 messages or 200 KB prefetched per pull
+// (figure 5).
+//
+// The harness only sees compare.System. While a test runs, a sampler reads
+// the adapter's atomic counter (ProduceSpec.Sent, ConsumeSpec.Received)
+// every ~250 ms and turns it into a series of (MB so far, msg/s over the
+// last interval), which is what the paper's figures plot. A system whose
+// server fails in the middle of a test has that test recorded with its
+// error; the run goes on with the other systems and reports what it did
+// measure.
+//
+// Outputs (see Write): producer.csv, consumer.csv, series.csv, summary.json,
+// fig4_producer.png, fig5_consumer.png, fig_storage.png and REPORT.md, which
+// sets every number beside the paper's (package paper).
+package experiments

@@ -1,0 +1,95 @@
+package experiments
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"kafkarepro/paper"
+)
+
+// Write writes every output of a run into dir: producer.csv, consumer.csv,
+// series.csv, summary.json, the three figures and REPORT.md. It writes as
+// much as it can and returns the joined errors.
+func Write(dir string, s *Summary, fig *paper.Figures) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("experiments: create output dir %s: %w", dir, err)
+	}
+	var prod, cons []TestResult
+	for _, r := range s.Systems {
+		prod = append(prod, r.Producer...)
+		if r.Consumer != nil {
+			cons = append(cons, *r.Consumer)
+		}
+	}
+	return errors.Join(
+		writeCSV(filepath.Join(dir, "producer.csv"), prod),
+		writeCSV(filepath.Join(dir, "consumer.csv"), cons),
+		writeSeriesCSV(filepath.Join(dir, "series.csv"), append(prod, cons...)),
+		writeJSON(filepath.Join(dir, "summary.json"), s),
+		PlotThroughput(filepath.Join(dir, "fig4_producer.png"), "Producer performance (paper figure 4)", prod),
+		PlotThroughput(filepath.Join(dir, "fig5_consumer.png"), "Consumer performance (paper figure 5)", cons),
+		PlotStorage(filepath.Join(dir, "fig_storage.png"), s, fig),
+		WriteReport(filepath.Join(dir, "REPORT.md"), s, fig),
+	)
+}
+
+// CSVHeader is the header of producer.csv and consumer.csv.
+// send_seconds and send_msg_per_s time the client side alone (see
+// TestResult.SendSeconds).
+var CSVHeader = []string{"system", "batch", "seconds", "mb_sent", "msgs", "msg_per_s", "error", "send_seconds", "send_msg_per_s"}
+
+func writeCSV(path string, tests []TestResult) error {
+	rows := [][]string{CSVHeader}
+	for _, t := range tests {
+		rows = append(rows, []string{t.System, strconv.Itoa(t.Batch),
+			strconv.FormatFloat(t.Seconds, 'f', 3, 64), strconv.FormatFloat(t.MBSent, 'f', 3, 64),
+			strconv.FormatInt(t.Msgs, 10), strconv.FormatFloat(t.MsgPerS, 'f', 1, 64), t.Error,
+			strconv.FormatFloat(t.SendSeconds, 'f', 3, 64), strconv.FormatFloat(t.SendMsgPerS, 'f', 1, 64)})
+	}
+	return writeRows(path, rows)
+}
+
+// writeSeriesCSV writes every sample: the data behind figures 4 and 5.
+func writeSeriesCSV(path string, tests []TestResult) error {
+	rows := [][]string{{"system", "test", "batch", "seconds", "mb_sent", "msg_per_s"}}
+	for _, t := range tests {
+		for _, p := range t.Series {
+			rows = append(rows, []string{t.System, t.Test, strconv.Itoa(t.Batch),
+				strconv.FormatFloat(p.Seconds, 'f', 3, 64), strconv.FormatFloat(p.MB, 'f', 3, 64),
+				strconv.FormatFloat(p.MsgPerS, 'f', 1, 64)})
+		}
+	}
+	return writeRows(path, rows)
+}
+
+func writeRows(path string, rows [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("experiments: create %s: %w", path, err)
+	}
+	w := csv.NewWriter(f)
+	err = w.WriteAll(rows)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("experiments: write %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("experiments: encode %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("experiments: write %s: %w", path, err)
+	}
+	return nil
+}

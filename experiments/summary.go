@@ -1,0 +1,210 @@
+package experiments
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"kafkarepro/paper"
+)
+
+// Ours is the name of our system in every report.
+const Ours = "kafka"
+
+// Summary is summary.json: the whole run in one document.
+type Summary struct {
+	Run              string         `json:"run"`
+	Started          time.Time      `json:"started"`
+	Finished         time.Time      `json:"finished"`
+	Seconds          float64        `json:"seconds"`
+	Command          string         `json:"command,omitempty"`
+	Services         string         `json:"services"` // local or containers
+	Messages         int            `json:"messages"`
+	MessageSize      int            `json:"message_size"`
+	PrefetchMessages int            `json:"prefetch_messages"`
+	PrefetchBytes    int            `json:"prefetch_bytes"`
+	Machine          Machine        `json:"machine"`
+	Averages         []Average      `json:"averages"`
+	Ratios           []RatioResult  `json:"ratios"`
+	Systems          []SystemReport `json:"systems"`
+	Errors           []string       `json:"errors"`
+}
+
+// Average is one test's average throughput, flat for quick reading.
+type Average struct {
+	System  string  `json:"system"`
+	Test    string  `json:"test"`
+	Batch   int     `json:"batch"`
+	MsgPerS float64 `json:"msg_per_s"`
+	MBPerS  float64 `json:"mb_per_s"`
+	OK      bool    `json:"ok"`
+}
+
+// RatioResult is one ratio measured in this run, beside the paper's.
+type RatioResult struct {
+	Name      string  `json:"name"`
+	Value     float64 `json:"value"`
+	PaperName string  `json:"paper_name,omitempty"`
+	PaperMin  float64 `json:"paper_min,omitempty"`
+	PaperText string  `json:"paper_text,omitempty"`
+	Holds     bool    `json:"holds"` // Value >= PaperMin
+}
+
+// NewSummary assembles the summary of a run from the system reports.
+func NewSummary(cfg Config, reports []SystemReport, fig *paper.Figures) *Summary {
+	s := &Summary{Messages: cfg.Messages, MessageSize: cfg.MessageSize,
+		PrefetchMessages: cfg.PrefetchMessages, PrefetchBytes: cfg.PrefetchBytes,
+		Systems: reports, Errors: []string{}}
+	for _, r := range reports {
+		for _, t := range r.Tests() {
+			s.Averages = append(s.Averages, Average{System: t.System, Test: t.Test, Batch: t.Batch,
+				MsgPerS: t.MsgPerS, MBPerS: t.MsgPerS * float64(cfg.MessageSize) / 1e6, OK: t.OK()})
+		}
+		s.Errors = append(s.Errors, r.Errors...)
+	}
+	s.Ratios = Ratios(reports, cfg.MessageSize, fig)
+	return s
+}
+
+// Tests lists the report's producer tests and its consumer test.
+func (r SystemReport) Tests() []TestResult {
+	out := slices.Clone(r.Producer)
+	if r.Consumer != nil {
+		out = append(out, *r.Consumer)
+	}
+	return out
+}
+
+// ProducerRate is the average of a completed producer test, or 0.
+func (r SystemReport) ProducerRate(batch int) float64 {
+	for _, p := range r.Producer {
+		if p.Batch == batch && p.OK() {
+			return p.MsgPerS
+		}
+	}
+	return 0
+}
+
+func (r SystemReport) sendRate(batch int) float64 {
+	for _, p := range r.Producer {
+		if p.Batch == batch && p.OK() {
+			return p.SendMsgPerS
+		}
+	}
+	return 0
+}
+
+// ConsumerRate is the average of a completed consumer test, or 0.
+func (r SystemReport) ConsumerRate() float64 {
+	if r.Consumer != nil && r.Consumer.OK() {
+		return r.Consumer.MsgPerS
+	}
+	return 0
+}
+
+// MainStorage is the storage measured after the producer test of the
+// largest batch that completed (the data the consumer test reads).
+func (r SystemReport) MainStorage() (Storage, bool) {
+	for i := len(r.Storage) - 1; i >= 0; i-- {
+		if r.Storage[i].Error == "" && r.Storage[i].Messages > 0 {
+			return r.Storage[i], true
+		}
+	}
+	return Storage{}, false
+}
+
+func find(reports []SystemReport, name string) (SystemReport, bool) {
+	for _, r := range reports {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return SystemReport{}, false
+}
+
+// Ratios computes the paper's ratios from what this run measured; a ratio
+// whose two sides were not both measured is left out.
+func Ratios(reports []SystemReport, size int, fig *paper.Figures) []RatioResult {
+	var out []RatioResult
+	add := func(name, paperName string, num, den float64) {
+		if num <= 0 || den <= 0 {
+			return
+		}
+		r := RatioResult{Name: name, Value: num / den, PaperName: paperName}
+		if fig != nil {
+			if p, err := fig.Ratio(paperName); err == nil {
+				r.PaperMin, r.PaperText = p.Min, p.Text
+				r.Holds = r.Value >= p.Min
+			}
+		}
+		out = append(out, r)
+	}
+	ours, ok := find(reports, Ours)
+	if !ok {
+		return out
+	}
+	add("kafka_producer_b50_over_b1", "kafka_producer_b50_over_b1", ours.ProducerRate(50), ours.ProducerRate(1))
+	// The same on the client's send rate alone, without the final flush
+	// wait (which dominates a short run).
+	add("kafka_producer_b50_over_b1_client_send", "kafka_producer_b50_over_b1", ours.sendRate(50), ours.sendRate(1))
+	for _, other := range reports {
+		if other.Name == Ours {
+			continue
+		}
+		o := other.Name
+		for _, b := range []int{1, 50} {
+			add(fmt.Sprintf("kafka_producer_b%d_over_%s", b, o), "kafka_producer_over_"+o, ours.ProducerRate(b), other.ProducerRate(1))
+		}
+		add("kafka_consumer_over_"+o, "kafka_consumer_over_"+o, ours.ConsumerRate(), other.ConsumerRate())
+		ks, ok1 := ours.MainStorage()
+		ots, ok2 := other.MainStorage()
+		if ok1 && ok2 {
+			add(o+"_space_over_kafka", o+"_space_over_kafka", ots.BytesPerMessage, ks.BytesPerMessage)
+		}
+	}
+	return out
+}
+
+// CheckRatio checks that our batch-50 producer and our consumer are at least
+// r times faster than every other system measured in the same run. It
+// returns one line per comparison and whether all of them passed; a
+// comparison that could not be made (a test failed or did not run) fails.
+func CheckRatio(reports []SystemReport, r float64) (lines []string, ok bool) {
+	ok = true
+	ours, found := find(reports, Ours)
+	if !found {
+		return []string{"check-ratio: our system (kafka) was not measured"}, false
+	}
+	for _, other := range reports {
+		if other.Name == Ours {
+			continue
+		}
+		for _, c := range []struct {
+			what     string
+			us, them float64
+		}{
+			{"producer (ours batch 50 vs " + other.Name + " batch 1)", ours.ProducerRate(50), other.ProducerRate(1)},
+			{"consumer", ours.ConsumerRate(), other.ConsumerRate()},
+		} {
+			switch {
+			case c.us <= 0:
+				lines = append(lines, fmt.Sprintf("FAIL %s: ours was not measured (test failed or did not run)", c.what))
+				ok = false
+			case c.them <= 0:
+				lines = append(lines, fmt.Sprintf("FAIL %s: %s was not measured (test failed or did not run)", c.what, other.Name))
+				ok = false
+			case c.us < r*c.them:
+				lines = append(lines, fmt.Sprintf("FAIL %s: %.0f msg/s is %.2fx %s's %.0f msg/s, less than the required %.2fx",
+					c.what, c.us, c.us/c.them, other.Name, c.them, r))
+				ok = false
+			default:
+				lines = append(lines, fmt.Sprintf("ok   %s: %.0f msg/s is %.2fx %s's %.0f msg/s (>= %.2fx)",
+					c.what, c.us, c.us/c.them, other.Name, c.them, r))
+			}
+		}
+	}
+	if len(lines) == 0 {
+		lines = append(lines, "check-ratio: no other system in this run; nothing to compare")
+	}
+	return lines, ok
+}
