@@ -4,90 +4,221 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-
-	"kafkarepro/paper"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // PlotThroughput draws figure 4 or 5: throughput (msg/s) against MB sent,
-// one line per system and batch size. The y axis is logarithmic so that a
-// system three orders of magnitude slower still shows. Each line is the
-// rate over a moving window of about a second (see smooth), and an
-// interval in which nothing moved is drawn at the bottom of the axis, not
-// left out.
+// one solid line per system and batch size, as in the paper. The y axis is
+// logarithmic so that a system three orders of magnitude slower still
+// shows. Each line is the rate over a moving window (see smooth); a window
+// in which nothing moved is marked with a cross on the bottom of the axis
+// instead of pulling the line down, and the wait after the last message
+// left a producer (until the server holds everything) is not a line point:
+// it is in the dashed average of each test, and the caption says how long
+// it was.
 func PlotThroughput(path, title string, tests []TestResult) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "data sent so far (MB, 10^6 bytes of payload)"
-	p.Y.Label.Text = "throughput (messages/s, log scale, moving window >= 1 s)"
-	p.Y.Scale = plot.LogScale{}
-	p.Legend.Top = true
-	p.Legend.Left = false
+	producer := len(tests) > 0 && tests[0].Test == "producer"
+	xLabel := "data read so far (MB of payload, 10^6 bytes)"
+	if producer {
+		xLabel = "data sent so far (MB of payload, 10^6 bytes)"
+	}
+	p := newFigurePlot(title, xLabel)
 	p.Add(plotter.NewGrid())
-	lines := make([]plotter.XYs, len(tests))
+	p.X.Min = 0
+	leg := newSideLegend()
+
+	lines := make([][]plotter.XYs, len(tests))
+	stalls := make([]plotter.XYs, len(tests))
 	lo, hi := math.Inf(1), 0.0
+	note := func(v float64) {
+		if v > 0 {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
 	for i, t := range tests {
-		lines[i] = smooth(t)
-		for _, xy := range lines[i] {
-			if xy.Y > 0 {
-				lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
+		lines[i], stalls[i] = split(smooth(t), t.MBSent)
+		for _, seg := range lines[i] {
+			for _, xy := range seg {
+				note(xy.Y)
 			}
 		}
+		note(t.MsgPerS)
 	}
 	if hi == 0 {
 		lo, hi = 1, 10
 	}
-	// Whole decades around the data, at most five of them (the legend sits
-	// above the data area).
+	// Whole decades around the data (at most six), so every system shows.
 	top := math.Pow(10, math.Ceil(math.Log10(hi*1.5)))
-	floor := math.Max(math.Pow(10, math.Floor(math.Log10(lo))), top/1e5)
+	floor := math.Max(math.Pow(10, math.Floor(math.Log10(lo/1.5))), top/1e6)
+	p.Y.Scale = plot.LogScale{}
 	p.Y.Min, p.Y.Max = floor, top
 	p.Y.Tick.Marker = logTicks{labelAll: top/floor <= 1e3}
-	p.X.Min = 0
+
+	anyStall := false
 	for i, t := range tests {
-		xys := lines[i]
-		if len(xys) == 0 {
+		col := plotutil.Color(i)
+		var thumb plot.Thumbnailer
+		for _, seg := range lines[i] {
+			for j := range seg {
+				seg[j].Y = math.Max(seg[j].Y, floor)
+			}
+			if len(seg) == 1 { // a single sample: a short flat line
+				seg = append(seg, plotter.XY{X: seg[0].X + 0.002*math.Max(t.MBSent, 1), Y: seg[0].Y})
+			}
+			l, err := plotter.NewLine(seg)
+			if err != nil {
+				return fmt.Errorf("experiments: plot %s line %s: %w", path, t.Label(), err)
+			}
+			l.Color, l.Width = col, vg.Points(2)
+			p.Add(l)
+			thumb = l
+		}
+		if t.MsgPerS > 0 && t.MBSent > 0 {
+			avg, err := plotter.NewLine(plotter.XYs{{X: 0, Y: t.MsgPerS}, {X: t.MBSent, Y: t.MsgPerS}})
+			if err != nil {
+				return fmt.Errorf("experiments: plot %s average of %s: %w", path, t.Label(), err)
+			}
+			avg.Color, avg.Width, avg.Dashes = col, vg.Points(1), []vg.Length{vg.Points(6), vg.Points(4)}
+			p.Add(avg)
+			if thumb == nil {
+				thumb = avg
+			}
+		}
+		if len(stalls[i]) > 0 {
+			anyStall = true
+			for j := range stalls[i] {
+				stalls[i][j].Y = floor * math.Pow(top/floor, 0.02)
+			}
+			sc, err := plotter.NewScatter(stalls[i])
+			if err != nil {
+				return fmt.Errorf("experiments: plot %s stalls of %s: %w", path, t.Label(), err)
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(4), Shape: draw.CrossGlyph{}}
+			p.Add(sc)
+		}
+		addLegend(&leg, t, thumb, producer)
+	}
+	if len(tests) > 0 {
+		leg.Add("")
+		avg, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 1}, {X: 1, Y: 1}})
+		avg.Color, avg.Width, avg.Dashes = color.Gray{Y: 90}, vg.Points(1), []vg.Length{vg.Points(6), vg.Points(4)}
+		leg.Add("dashed: the test's average", avg)
+		if anyStall {
+			sc, _ := plotter.NewScatter(plotter.XYs{{X: 0, Y: 1}})
+			sc.GlyphStyle = draw.GlyphStyle{Color: color.Gray{Y: 90}, Radius: vg.Points(4), Shape: draw.CrossGlyph{}}
+			leg.Add("nothing moved in a window", sc)
+		}
+	}
+	return figure{plot: p, yLabel: "throughput (messages/s, log scale)", legend: leg,
+		caption: throughputCaption(tests, producer)}.save(path)
+}
+
+// addLegend adds a test's entries: its name with the line, then its
+// averages. A producer's average runs until the server holds every
+// message; when the client alone was much faster (our batch-50 producer
+// waits for the broker's last flush), both rates are given.
+func addLegend(leg *plot.Legend, t TestResult, thumb plot.Thumbnailer, producer bool) {
+	name := t.Label()
+	if t.Error != "" {
+		name += " (FAILED)"
+	}
+	if thumb != nil {
+		leg.Add(name, thumb)
+	} else {
+		leg.Add(name + " (no data)")
+	}
+	if t.Error != "" {
+		leg.Add(fmt.Sprintf("    %s msg/s until it failed", commas(t.MsgPerS)))
+		return
+	}
+	if !producer {
+		leg.Add(fmt.Sprintf("    avg %s msg/s", commas(t.MsgPerS)))
+		return
+	}
+	leg.Add(fmt.Sprintf("    avg %s msg/s until stored", commas(t.MsgPerS)))
+	if clientMuchFaster(t) {
+		leg.Add(fmt.Sprintf("    client sent %s msg/s", commas(t.SendMsgPerS)))
+	}
+}
+
+// clientMuchFaster reports whether a producer's client finished sending
+// well before the server held every message (its rate a quarter higher).
+func clientMuchFaster(t TestResult) bool {
+	return t.OK() && t.SendMsgPerS > 1.25*t.MsgPerS
+}
+
+// throughputCaption says what the lines of figure 4 or 5 are.
+func throughputCaption(tests []TestResult, producer bool) string {
+	var b strings.Builder
+	if producer {
+		b.WriteString("Solid: messages leaving the producer client per second against the payload sent so far (paper figure 4)")
+	} else {
+		b.WriteString("Solid: messages reaching the consumer application per second against the payload read so far (paper figure 5)")
+	}
+	b.WriteString(", over a moving window of at least 1 s (1/20 of a test shorter than 20 s). ")
+	if producer {
+		b.WriteString("Dashed: each test's average, timed until the server holds every message (ours: until the broker has flushed and exposes the last one).")
+	} else {
+		b.WriteString("Dashed: each test's average, from the subscription to the last message.")
+	}
+	var short []string
+	for _, t := range tests {
+		if n := len(t.Series); t.Seconds > 0 && t.Seconds < 1 && n > 0 {
+			short = append(short, fmt.Sprintf("%s %.2f s, %d samples", t.Label(), t.Seconds, n))
+		}
+	}
+	if len(short) > 0 {
+		fmt.Fprintf(&b, " Tests under a second have few samples (%s).", strings.Join(short, "; "))
+	}
+	for _, t := range tests {
+		if producer && clientMuchFaster(t) {
+			fmt.Fprintf(&b, " %s: the client sent all %s messages in %.2f s (%s msg/s), then waited %.2f s for the server to store them (final flush), hence %s msg/s until stored.",
+				t.Label(), commas(float64(t.Msgs)), t.SendSeconds, commas(t.SendMsgPerS), t.Seconds-t.SendSeconds, commas(t.MsgPerS))
+		}
+	}
+	return b.String()
+}
+
+// split cuts a smoothed line where the rate is zero: the parts with
+// progress are drawn as lines, and a zero window (a stall) becomes a mark
+// at its x. The line ends at the first point where everything was sent:
+// later windows are a producer's wait for the server, in its average.
+func split(xys plotter.XYs, totalMB float64) (segs []plotter.XYs, stalls plotter.XYs) {
+	var cur plotter.XYs
+	for i, xy := range xys {
+		if i > 0 && xys[i-1].X >= totalMB*(1-1e-9) {
+			break
+		}
+		if xy.Y > 0 {
+			cur = append(cur, xy)
 			continue
 		}
-		for j := range xys {
-			xys[j].Y = math.Max(xys[j].Y, floor) // a stall shows as a drop to the floor
+		if len(cur) > 0 {
+			segs, cur = append(segs, cur), nil
 		}
-		label := fmt.Sprintf("%s: avg %s msg/s", t.Label(), commas(t.MsgPerS))
-		if t.Error != "" {
-			label += " (FAILED)"
-		}
-		if len(xys) == 1 { // a single sample: draw a short flat line
-			xys = append(xys, plotter.XY{X: xys[0].X * 1.001, Y: xys[0].Y})
-		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return fmt.Errorf("experiments: plot %s line %s: %w", path, label, err)
-		}
-		l.Color = plotutil.Color(i)
-		l.Width = vg.Points(1.5)
-		l.Dashes = plotutil.Dashes(i)
-		p.Add(l)
-		p.Legend.Add(label, l)
+		stalls = append(stalls, xy)
 	}
-	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
-		return fmt.Errorf("experiments: save %s: %w", path, err)
+	if len(cur) > 0 {
+		segs = append(segs, cur)
 	}
-	return nil
+	return segs, stalls
 }
 
 // smooth turns a test's samples into the plotted line: at each sample, the
-// rate over a window of earlier samples. Adapters count in bursts (a whole
-// buffered write of thousands of messages), so single 250 ms intervals
-// alternate between 0 and several times the rate; on a log scale the zeros
-// would vanish and the line would show only the bursts. The window is at
-// least a second and three times the mean gap between bursts, and at most
-// a twentieth of the test, so a short test keeps its shape.
+// rate over a window of earlier samples. The adapters count every message,
+// but ActiveMQ and RabbitMQ hold their producer back in bursts (flow
+// control, journal writes), so single 250 ms intervals alternate between 0
+// and several times the rate; on a log scale the zeros would vanish and
+// the line would show only the bursts. The window is at least a second and
+// three times the mean gap between bursts, and at most a twentieth of the
+// test, so a short test keeps its shape.
 func smooth(t TestResult) plotter.XYs {
 	if len(t.Series) == 0 || t.MBSent <= 0 || t.Msgs <= 0 {
 		return nil
@@ -119,81 +250,6 @@ func smooth(t TestResult) plotter.XYs {
 		}
 	}
 	return out
-}
-
-// PlotStorage draws the bytes each system keeps on disk per message beyond
-// the payload, beside the paper's 9 (Kafka) and 144 (ActiveMQ). Kafka and
-// ActiveMQ always appear, so the paper's two numbers are marked even when a
-// system was not measured; each bar's value is written under its name.
-func PlotStorage(path string, s *Summary, fig *paper.Figures) error {
-	names := []string{"kafka", "activemq"}
-	got := map[string]float64{}
-	for _, r := range s.Systems {
-		if st, ok := r.MainStorage(); ok {
-			got[r.Name] = math.Max(st.OverheadBytes, 0)
-			if !slices.Contains(names, r.Name) {
-				names = append(names, r.Name)
-			}
-		}
-	}
-	var measured, paperVals plotter.Values
-	var ticks []string
-	for _, n := range names {
-		m, ok := got[n]
-		pv := 0.0
-		if fig != nil {
-			pv, _ = fig.OverheadBytes(n)
-		}
-		measured, paperVals = append(measured, m), append(paperVals, pv)
-		label := n + "\nthis run: "
-		if ok {
-			label += strconv.FormatFloat(m, 'f', 1, 64)
-		} else {
-			label += "not measured"
-		}
-		if pv > 0 {
-			label += "\npaper: " + strconv.FormatFloat(pv, 'f', 0, 64)
-		}
-		ticks = append(ticks, label)
-	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Storage overhead per %d-byte message on disk", s.MessageSize)
-	p.Y.Label.Text = "bytes per message beyond the payload"
-	p.Add(plotter.NewGrid())
-	w := vg.Points(40)
-	mb, err := plotter.NewBarChart(measured, w)
-	if err != nil {
-		return fmt.Errorf("experiments: plot %s: %w", path, err)
-	}
-	mb.Color = plotutil.Color(0)
-	mb.Offset = -w / 2
-	pb, err := plotter.NewBarChart(paperVals, w)
-	if err != nil {
-		return fmt.Errorf("experiments: plot %s: %w", path, err)
-	}
-	pb.Color = color.RGBA{R: 190, G: 190, B: 190, A: 255}
-	pb.Offset = w / 2
-	p.Add(mb, pb)
-	p.Legend.Add("this run", mb)
-	p.Legend.Add("paper §5 (Kafka 9, ActiveMQ 144)", pb)
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.NominalX(ticks...)
-	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
-	p.Y.Min = 0
-	p.Y.Max = math.Max(floats(measured), floats(paperVals))*1.3 + 1
-	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
-		return fmt.Errorf("experiments: save %s: %w", path, err)
-	}
-	return nil
-}
-
-func floats(v plotter.Values) float64 {
-	m := 0.0
-	for _, x := range v {
-		m = math.Max(m, x)
-	}
-	return m
 }
 
 // logTicks marks 1..9 times each power of ten and labels the powers of

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot/plotter"
 )
 
 func TestPlotsAreRealPNGs(t *testing.T) {
@@ -104,5 +106,46 @@ func TestSmoothBursts(t *testing.T) {
 		if xy.Y < 3000 || xy.Y > 5000 {
 			t.Errorf("smoothed rate %.0f at %.1f MB, want about 4000", xy.Y, xy.X)
 		}
+	}
+}
+
+// A window with no progress becomes a stall mark, not a line point; the
+// windows after everything was sent (a producer waiting for the server)
+// end the line.
+func TestSplitStallsAndEnd(t *testing.T) {
+	xys := plotter.XYs{{X: 1, Y: 100}, {X: 2, Y: 120}, {X: 2, Y: 0}, {X: 3, Y: 90}, {X: 4, Y: 80}, {X: 4, Y: 0}, {X: 4, Y: 5}}
+	segs, stalls := split(xys, 4)
+	if len(segs) != 2 || len(segs[0]) != 2 || len(segs[1]) != 2 || segs[1][1].X != 4 {
+		t.Errorf("segments = %v", segs)
+	}
+	if len(stalls) != 1 || stalls[0].X != 2 {
+		t.Errorf("stalls = %v, want one at 2 MB", stalls)
+	}
+}
+
+func TestFigureSizeAndCaption(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f.png")
+	tests := []TestResult{{System: "kafka", Test: "producer", Batch: 50, Msgs: 1000, MBSent: 0.2, MsgPerS: 500,
+		SendSeconds: 0.5, SendMsgPerS: 2000, Seconds: 2, Series: []Point{{0.25, 0.1, 2000}, {0.5, 0.2, 2000}}}}
+	if err := PlotThroughput(p, "Producer", tests); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 1350 || b.Dy() != 825 {
+		t.Errorf("figure is %v, want 1350x825 (9x5.5 in at 150 dpi)", b)
+	}
+	c := throughputCaption(tests, true)
+	if !strings.Contains(c, "2,000 msg/s") || !strings.Contains(c, "500 msg/s until stored") || !strings.Contains(c, "waited 1.50 s") {
+		t.Errorf("caption does not give both rates: %s", c)
+	}
+	if got := wrap(newSideLegend().TextStyle, "a b c", 1); len(got) != 3 {
+		t.Errorf("wrap = %q, want one word a line", got)
 	}
 }

@@ -92,13 +92,16 @@ func (p *Progress) line(done int64, rate float64) string {
 	// interval's, which can be 0 while a server stalls.
 	left := "?"
 	elapsed := time.Since(p.start)
+	avg := float64(done) / max(elapsed.Seconds(), 1e-9)
 	if done >= p.total {
 		left = "0s"
-	} else if avg := float64(done) / elapsed.Seconds(); done > 0 && avg > 0 {
+	} else if done > 0 && avg > 0 {
 		left = fmtDuration(time.Duration(float64(p.total-done) / avg * float64(time.Second)))
 	}
-	return fmt.Sprintf("%-28s [%s] %5.1f%% %d/%d  %.0f msg/s  elapsed %s  left %s",
-		p.label, bar, 100*frac, done, p.total, rate, fmtDuration(elapsed), left)
+	// The last interval's rate can be 0 while a server holds back its
+	// client for a moment; the average says how the test is going.
+	return fmt.Sprintf("%-28s [%s] %5.1f%% %d/%d  %.0f msg/s now, %.0f avg  elapsed %s  left %s",
+		p.label, bar, 100*frac, done, p.total, rate, avg, fmtDuration(elapsed), left)
 }
 
 func fmtDuration(d time.Duration) string {

@@ -51,7 +51,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	w("| kernel | Linux (unstated) | %s |\n| Go | — | %s |\n\n", s.Machine.Kernel, s.Machine.GoVersion)
 
 	w("## Producer (figure 4: `fig4_producer.png`)\n\n")
-	w("\"This run\" runs until the server holds every message (ours: until OFFSETS latest reaches the end, i.e. flushed and visible). \"Client send\" is the rate until the last message left the client. In the figure, each line is the client-side counter sampled about every 250 ms (messages that left the client per second), and the legend gives the average until the server held everything.\n\n")
+	w("Two rates per test. \"This run\" is timed until the server holds every message (ours: until OFFSETS latest reaches the end, i.e. flushed and visible; ActiveMQ: the receipt of the last SEND; RabbitMQ: the queue depth). \"Client send\" is timed until the last message left the client. In the figure, each solid line is the client-side counter (messages that left the client per second over a moving window of at least a second), and the dashed line of the same colour is the average until the server held everything; where the client was more than 25%% faster, the legend and the caption give both.\n\n")
 	w("| system | batch | paper msg/s | this run msg/s | this run / paper | client send msg/s | seconds | error |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Systems {
 		for _, t := range r.Producer {
@@ -78,7 +78,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 				commas(float64(st.DiskBytes)), st.BytesPerMessage, st.OverheadBytes, po)
 		}
 	}
-	w("\nA store that preallocates files (KahaDB journals) or keeps messages in memory shows a different growth than its logical size; see each system's settings below.\n")
+	w("\nHow each store was measured (`fig_storage.png` shows the last row of each system): ours counts the length of its segment files, which is exactly the message-set bytes; the others report it in their `disk_bytes` setting below (allocated blocks, as `du` counts them). A store that keeps messages in memory or writes whole journal files shows a different growth than its logical size.\n")
 
 	w("\n## Consumer (figure 5: `fig5_consumer.png`)\n\n")
 	w("| system | paper msg/s | this run msg/s | this run / paper | seconds | error |\n|---|---|---|---|---|---|\n")
@@ -135,7 +135,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	if s.Messages < 10_000_000 {
 		w("- **Short run.** With %s messages a test lasts seconds: the final flush wait, JVM warm-up and the first journal or queue files weigh far more than in the paper's 10,000,000-message run.\n", commas(float64(s.Messages)))
 	}
-	w("- **Storage.** Bytes on disk are the growth of each store's files during the producer test (apparent size). A store that preallocates (ActiveMQ's KahaDB journal files) shows whole files, which inflates a short run; ours stores exactly the message-set bytes, 4-byte length + 1 magic + 4 CRC + payload (§3.1).\n")
+	w("- **Storage.** Bytes on disk are the growth of each store's files during the producer test. ActiveMQ's and RabbitMQ's are the blocks allocated to their store directories, which includes their indexes and the journal files they had begun, and weighs more in a short run; ours stores exactly the message-set bytes, 4-byte length + 1 magic + 4 CRC + payload (§3.1).\n")
 
 	w("\n## Settings of each system\n\n")
 	for _, r := range s.Systems {

@@ -11,13 +11,6 @@ import (
 	"testing"
 )
 
-func TestParseKV(t *testing.T) {
-	kv := parseKV("noise\nlog=/a/b.log\n data=/d \nconnect=127.0.0.1:2181\n")
-	if kv["log"] != "/a/b.log" || kv["data"] != "/d" || kv["connect"] != "127.0.0.1:2181" || len(kv) != 3 {
-		t.Errorf("parseKV = %v", kv)
-	}
-}
-
 func TestKafkaPropertiesFile(t *testing.T) {
 	props := KafkaProperties(9999, "/x/logs")
 	text := formatProperties(props)

@@ -1,8 +1,11 @@
 package localsvc
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -51,5 +54,70 @@ func TestFreePort(t *testing.T) {
 	p, err := FreePort()
 	if err != nil || p <= 0 || p > 65535 {
 		t.Fatalf("FreePort = %d, %v", p, err)
+	}
+}
+
+func TestParseKV(t *testing.T) {
+	kv := parseKV("noise\nlog=/a/b.log\n data=/d \nconnect=127.0.0.1:2181\n")
+	if kv["log"] != "/a/b.log" || kv["data"] != "/d" || kv["connect"] != "127.0.0.1:2181" || len(kv) != 3 {
+		t.Errorf("parseKV = %v", kv)
+	}
+}
+
+// fakeScripts writes scripts/<name>.sh that follows the scripts' interface:
+// start prints log= (and fails when DIR/fail exists), stop leaves DIR/stopped.
+func fakeScripts(t *testing.T, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := `#!/bin/bash
+case "$1" in
+start) echo "noise"; echo "log=$2/server.log"
+       if [ -e "$2/fail" ]; then echo "address in use" >&2; exit 1; fi ;;
+stop) touch "$2/stopped" ;;
+version) echo "9.9.9" ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, name+".sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestStartFromAndStop(t *testing.T) {
+	scripts := fakeScripts(t, "fake")
+	dir := t.TempDir()
+	s, err := StartFrom(context.Background(), scripts, "fake", dir, 12345)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := s.Endpoint()
+	if ep.Port != 12345 || ep.LogPath != dir+"/server.log" || ep.DataDir != dir || ep.Version != "9.9.9" {
+		t.Errorf("endpoint = %+v", ep)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stopped")); err != nil {
+		t.Errorf("Stop did not run the script's stop: %v", err)
+	}
+}
+
+// A failed start wraps ErrStart, names the log and the script's complaint,
+// and runs stop to clean up.
+func TestStartFromFailure(t *testing.T) {
+	scripts := fakeScripts(t, "fake")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fail"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := StartFrom(context.Background(), scripts, "fake", dir, 12345)
+	if !errors.Is(err, ErrStart) || !strings.Contains(err.Error(), "server.log") || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("err = %v, want ErrStart naming server.log and the script's stderr", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stopped")); err != nil {
+		t.Errorf("a failed start did not run stop: %v", err)
+	}
+	if _, err := StartFrom(context.Background(), scripts, "nosuch", dir, 1); err == nil {
+		t.Error("a service without a script started")
 	}
 }
