@@ -120,7 +120,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	}
 	w("- **Versions.** The paper measured ActiveMQ 5.4, RabbitMQ 2.4 and Kafka 0.6 (Scala, JVM); this run measured %s.", strings.Join(versions, ", "))
 	w(" Both servers have had a decade of changes since. The clients differ too: the paper drove ActiveMQ through its Java JMS client (OpenWire), while here each adapter names its protocol and client in its settings below (ActiveMQ over STOMP, as no Go JMS client exists).\n")
-	w("- **Approximate paper values.** ActiveMQ and RabbitMQ numbers are not stated in the paper's text; they are read off figures 4 and 5 (marked ≈) and only the textual bounds (\"orders of magnitude\", \"at least 2 times\", \"more than 4 times\") are firm.\n")
+	w("- **Paper values for ActiveMQ and RabbitMQ.** The paper's text does not state them and our copy of the paper has no figures 4 and 5, so the table gives the upper bound each follows from the text (marked ≤: \"orders of magnitude\" below 50,000, \"at least 2 times\", \"more than 4 times\"). Only the ratios are compared.\n")
 	w("- **Consumer speed.** The paper's Kafka consumer read 22,000 msg/s, i.e. 4.6 MB/s, far below its 1 Gb link; the paper does not say what bounded it (its 2011 JVM client, most likely). Ours fetches 300 KB per request with sendfile on the broker and checks every CRC without allocating per message, so on loopback it is bound by memory bandwidth and CRC speed.\n")
 	w("- **Producer end point.** Our producer gets no acknowledgement, so its clock stops when the broker's OFFSETS answer reaches the last message: that includes the final fsync of what is still unflushed (flush every %s messages or %s ms). The \"client send\" column leaves that wait out.\n",
 		settingOf(s, Ours, "log.flush.interval", "10000"), settingOf(s, Ours, "log.default.flush.interval.ms", "1000"))
@@ -220,8 +220,8 @@ func paperValue(fig *paper.Figures, t TestResult) paperNum {
 	if err != nil {
 		return paperNum{text: "—"}
 	}
-	if p.Approximate {
-		return paperNum{p.MsgPerS, "≈" + commas(p.MsgPerS) + " (read off figure)"}
+	if p.UpperBound {
+		return paperNum{p.MsgPerS, "≤" + commas(p.MsgPerS) + " (bound from the text)"}
 	}
 	return paperNum{p.MsgPerS, commas(p.MsgPerS)}
 }

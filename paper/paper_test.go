@@ -16,7 +16,7 @@ func TestLoadStatedNumbers(t *testing.T) {
 	}{{1, 50000}, {50, 400000}}
 	for _, c := range cases {
 		got, err := f.ProducerRate("kafka", c.batch)
-		if err != nil || got.MsgPerS != c.want || got.Approximate {
+		if err != nil || got.MsgPerS != c.want || got.UpperBound {
 			t.Errorf("kafka producer batch %d = %+v, %v; want %v stated exactly", c.batch, got, err, c.want)
 		}
 	}
@@ -39,7 +39,7 @@ func TestLoadStatedNumbers(t *testing.T) {
 }
 
 // The numbers read off figures 4 and 5 must respect the bounds the text states.
-func TestApproximateNumbersRespectTextBounds(t *testing.T) {
+func TestUpperBoundsRespectText(t *testing.T) {
 	f, err := Load()
 	if err != nil {
 		t.Fatal(err)
@@ -49,15 +49,15 @@ func TestApproximateNumbersRespectTextBounds(t *testing.T) {
 	kc, _ := f.ConsumerRate("kafka")
 	for _, other := range []string{"activemq", "rabbitmq"} {
 		p, err := f.ProducerRate(other, 1)
-		if err != nil || !p.Approximate {
-			t.Fatalf("%s producer = %+v, %v; want an approximate value", other, p, err)
+		if err != nil || !p.UpperBound {
+			t.Fatalf("%s producer = %+v, %v; want an upper bound", other, p, err)
 		}
 		r, _ := f.Ratio("kafka_producer_over_" + other)
 		if k1.MsgPerS/p.MsgPerS < r.Min || k50.MsgPerS/p.MsgPerS < r.Min {
 			t.Errorf("%s producer %v breaks the paper's ratio %s >= %v", other, p.MsgPerS, r.Name, r.Min)
 		}
 		c, err := f.ConsumerRate(other)
-		if err != nil || !c.Approximate {
+		if err != nil || !c.UpperBound {
 			t.Fatalf("%s consumer = %+v, %v", other, c, err)
 		}
 		rc, _ := f.Ratio("kafka_consumer_over_" + other)
