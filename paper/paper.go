@@ -40,11 +40,11 @@ type Setup struct {
 
 // Throughput is one average throughput of figure 4 or 5.
 type Throughput struct {
-	System      string  `json:"system"`
-	Batch       int     `json:"batch"` // producer batch size; 0 for the consumer
-	MsgPerS     float64 `json:"msg_per_s"`
-	UpperBound  bool    `json:"upper_bound"` // not stated: the most the text allows
-	Source      string  `json:"source"`
+	System     string  `json:"system"`
+	Batch      int     `json:"batch"` // producer batch size; 0 for the consumer
+	MsgPerS    float64 `json:"msg_per_s"`
+	UpperBound bool    `json:"upper_bound"` // not stated: the most the text allows
+	Source     string  `json:"source"`
 }
 
 // Storage is the paper's storage comparison (§5, "more efficient storage
