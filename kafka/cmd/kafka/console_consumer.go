@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"kafkarepro/kafka/consumer"
+)
+
+func init() {
+	register(&command{
+		Name:    "console-consumer",
+		Args:    "--zookeeper HOST:PORT[/chroot] --topic TOPIC [--group G] [--from-beginning] [--max-messages N] [flags]",
+		Summary: "consume a topic as a member of a consumer group and print one payload per line",
+		Run:     consoleConsumer,
+	})
+}
+
+// propertyFlags collects repeated --property key=value flags.
+type propertyFlags map[string]string
+
+func (p propertyFlags) String() string { return "" }
+
+func (p propertyFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", v)
+	}
+	p[strings.TrimSpace(k)] = val
+	return nil
+}
+
+// consoleConsumer is 0.7's ConsoleConsumer: a group consumer (paper §3.2) with one stream on one topic.
+// Without --group it joins a fresh group "console-consumer-<random>", so it receives the whole topic
+// (§3.2: every group consumes the full set of messages); --from-beginning sets autooffset.reset=smallest,
+// otherwise it starts at the end (largest). It commits on exit, including after --max-messages.
+func consoleConsumer(args []string, std stdio) error {
+	fs := newFlags(commands["console-consumer"], std.Err)
+	zkConnect := fs.String("zookeeper", "", "ZooKeeper connect string host:port[,host:port][/chroot]")
+	topic := fs.String("topic", "", "topic to consume")
+	group := fs.String("group", "", "consumer group id (default console-consumer-<random>)")
+	fromBeginning := fs.Bool("from-beginning", false,
+		"start from the earliest offset when the group has none committed (autooffset.reset=smallest)")
+	maxMsgs := fs.Int64("max-messages", -1, "exit after this many messages (-1: never)")
+	fetchSize := fs.Int("fetch-size", consumer.DefaultFetchSize, "bytes fetched per partition per request (fetch.size)")
+	timeoutMs := fs.Int("consumer-timeout-ms", -1, "exit after this long without a message (consumer.timeout.ms; -1: never)")
+	printOffsets := fs.Bool("print-offsets", false, "print each message's partition, offset and next offset before it")
+	props := propertyFlags{}
+	fs.Var(props, "property", "any consumer property key=value, e.g. zk.sessiontimeout.ms=6000 (repeatable)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "zookeeper", "topic"); err != nil {
+		return err
+	}
+	if *fetchSize <= 0 {
+		return usagef("--fetch-size must be positive, got %d", *fetchSize)
+	}
+	if *group == "" {
+		*group = "console-consumer-" + strconv.Itoa(rand.IntN(100000)) // 0.7's naming
+	}
+	props["groupid"] = *group
+	props["zk.connect"] = *zkConnect
+	props["fetch.size"] = strconv.Itoa(*fetchSize)
+	props["consumer.timeout.ms"] = strconv.Itoa(*timeoutMs)
+	if *fromBeginning {
+		props["autooffset.reset"] = consumer.OffsetResetSmallest
+	} else if _, set := props["autooffset.reset"]; !set {
+		props["autooffset.reset"] = consumer.OffsetResetLargest
+	}
+	cfg, err := consumer.GroupConfigFromProperties(props)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	// The library's autocommit would record messages still sitting in our output buffer; a crash would then
+	// lose them from the output although the group counts them as consumed. We commit ourselves, right after
+	// a flush, every autocommit.interval.ms (and on exit), unless autocommit.enable is given explicitly.
+	ownCommits := false
+	if _, set := props["autocommit.enable"]; !set && cfg.AutoCommitEnable {
+		cfg.AutoCommitEnable, ownCommits = false, true
+	}
+
+	g, err := consumer.NewGroupConsumer(cfg)
+	if err != nil {
+		return err
+	}
+	streams, err := g.CreateMessageStreams(map[string]int{*topic: 1})
+	if err != nil {
+		g.Close()
+		return err
+	}
+	s := streams[*topic][0]
+
+	// SIGINT/SIGTERM: leave the group cleanly (commit, release, deregister), which ends the stream.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			g.Close()
+		case <-stopped:
+		}
+	}()
+	defer close(stopped)
+
+	out := bufio.NewWriterSize(std.Out, 64<<10)
+	pr := printer{s: s, out: out, printOffsets: *printOffsets}
+	if ownCommits {
+		pr.commit, pr.interval, pr.last = g.CommitOffsets, cfg.AutoCommitInterval, time.Now()
+	}
+	err = pr.run(*maxMsgs)
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := g.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, consumer.ErrConsumerTimeout) {
+		return nil // --consumer-timeout-ms: a normal end
+	}
+	return err
+}
+
+// printer writes one payload per line, flushing whenever it would have to wait for more. With commit set it
+// commits every interval, always right after a flush, so what is committed has been written out.
+type printer struct {
+	s            *consumer.Stream
+	out          *bufio.Writer
+	printOffsets bool
+	commit       func() error
+	interval     time.Duration
+	last         time.Time
+}
+
+func (p *printer) flush() error {
+	if err := p.out.Flush(); err != nil {
+		return err
+	}
+	if p.commit != nil && time.Since(p.last) >= p.interval {
+		p.last = time.Now()
+		if err := p.commit(); err != nil {
+			slog.Warn("console-consumer: commit failed; will retry", "err", err)
+		}
+	}
+	return nil
+}
+
+func (p *printer) run(maxMsgs int64) error {
+	for n := int64(0); maxMsgs < 0 || n < maxMsgs; n++ {
+		if !p.s.Poll() {
+			if err := p.s.Err(); err != nil {
+				return err
+			}
+			if err := p.flush(); err != nil {
+				return err
+			}
+			if !p.s.Next() {
+				return p.s.Err()
+			}
+		}
+		m := p.s.Message()
+		if p.printOffsets {
+			fmt.Fprintf(p.out, "%s %s %d %d\t", m.Topic, m.Partition, m.Offset, m.NextOffset)
+		}
+		p.out.Write(m.Payload)
+		if err := p.out.WriteByte('\n'); err != nil {
+			return err
+		}
+		// A steady flow never waits: commit on the way, after this message is written and before the next
+		// one is taken.
+		if n%1024 == 1023 && p.commit != nil && time.Since(p.last) >= p.interval {
+			if err := p.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"kafkarepro/kafka/broker"
+	"kafkarepro/kafka/zk"
+)
+
+// The broker's ZooKeeper registration for enable.zookeeper=true (paper §3.2: /brokers/ids/<brokerid> and
+// /brokers/topics/<topic>/<brokerid>, re-created after a session expiry).
+func init() {
+	newRegistrar = func(cfg broker.Config) (broker.Registrar, error) {
+		if cfg.Port == 0 {
+			return nil, fmt.Errorf("port=0 (a random port) cannot be registered in ZooKeeper: set a port")
+		}
+		return zk.NewBrokerRegistryOptions(cfg.ZKConnect, cfg.BrokerID, cfg.Hostname, cfg.Port, zk.Options{
+			SessionTimeout: time.Duration(cfg.ZKSessionTimeout) * time.Millisecond,
+			ConnectTimeout: time.Duration(cfg.ZKConnectionTimeout) * time.Millisecond,
+			Logger:         slog.Default(),
+		})
+	}
+}

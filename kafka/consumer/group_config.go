@@ -1,0 +1,163 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// GroupConfig holds the high-level (group) consumer's settings under their Kafka 0.7 property names.
+type GroupConfig struct {
+	// GroupID is groupid: consumers with the same group id share the topic's partitions; every group receives
+	// the whole stream (paper §3.2: "different consumer groups each independently consume the full set").
+	GroupID string
+	// ConsumerID is consumerid: optional. Empty gives 0.7's "<host>-<ms timestamp>-<random>"; either way the
+	// registered id is "<group>_<that>".
+	ConsumerID string
+	// ZkConnect is zk.connect: "host:port,host:port[/chroot]".
+	ZkConnect string
+	// ZkSessionTimeout is zk.sessiontimeout.ms (6000): a consumer that dies without closing leaves the group
+	// when its session expires, so this bounds the pause of the others.
+	ZkSessionTimeout time.Duration
+	// ZkConnectionTimeout is zk.connectiontimeout.ms (6000).
+	ZkConnectionTimeout time.Duration
+	// ZkSyncTime is zk.synctime.ms (2000), how far a ZooKeeper follower may lag; the default rebalance backoff.
+	ZkSyncTime time.Duration
+	// FetchSize is fetch.size (307200): the bytes asked for per partition in each MULTIFETCH. A single message
+	// larger than this cannot be fetched and is reported as ErrMessageTooLarge.
+	FetchSize int
+	// FetcherBackoff is fetcher.backoff.ms (1000): the pause after a fetch round that brought nothing.
+	FetcherBackoff time.Duration
+	// AutoCommitEnable is autocommit.enable (true).
+	AutoCommitEnable bool
+	// AutoCommitInterval is autocommit.interval.ms (10000).
+	AutoCommitInterval time.Duration
+	// AutoOffsetReset is autooffset.reset: where a partition with no committed offset starts, "smallest"
+	// (default) or "largest".
+	AutoOffsetReset string
+	// ConsumerTimeoutMs is consumer.timeout.ms (-1): with a value ≥ 0 a stream's Next gives up after waiting
+	// that long and reports ErrConsumerTimeout; -1 waits forever (paper §3: "the iterator never terminates").
+	ConsumerTimeoutMs int
+	// RebalanceRetriesMax is rebalance.retries.max (4): attempts before a rebalance is declared failed.
+	RebalanceRetriesMax int
+	// RebalanceBackoff is rebalance.backoff.ms; 0 means ZkSyncTime, as in 0.7.
+	RebalanceBackoff time.Duration
+	// QueuedChunksMax is queuedchunks.max (10): fetched chunks a stream buffers ahead of the application.
+	QueuedChunksMax int
+	// SocketTimeout is socket.timeout.ms (30000): the longest a fetch or offsets request may take.
+	SocketTimeout time.Duration
+}
+
+// Offset-reset policies of autooffset.reset.
+const (
+	OffsetResetSmallest = "smallest"
+	OffsetResetLargest  = "largest"
+)
+
+// ErrBadGroupConfig reports an invalid group consumer setting.
+var ErrBadGroupConfig = errors.New("consumer: bad group consumer config")
+
+// DefaultGroupConfig returns 0.7's defaults; GroupID and ZkConnect must still be set.
+func DefaultGroupConfig() GroupConfig {
+	return GroupConfig{
+		ZkSessionTimeout:    6000 * time.Millisecond,
+		ZkConnectionTimeout: 6000 * time.Millisecond,
+		ZkSyncTime:          2000 * time.Millisecond,
+		FetchSize:           300 << 10,
+		FetcherBackoff:      1000 * time.Millisecond,
+		AutoCommitEnable:    true,
+		AutoCommitInterval:  10000 * time.Millisecond,
+		AutoOffsetReset:     OffsetResetSmallest,
+		ConsumerTimeoutMs:   -1,
+		RebalanceRetriesMax: 4,
+		QueuedChunksMax:     10,
+		SocketTimeout:       30000 * time.Millisecond,
+	}
+}
+
+// GroupConfigFromProperties builds a GroupConfig from 0.7 property names, starting from DefaultGroupConfig.
+// Unknown keys are ignored, as 0.7 did.
+func GroupConfigFromProperties(props map[string]string) (GroupConfig, error) {
+	cfg := DefaultGroupConfig()
+	ms := func(v string) (time.Duration, error) {
+		n, err := strconv.Atoi(v)
+		return time.Duration(n) * time.Millisecond, err
+	}
+	for k, v := range props {
+		v = strings.TrimSpace(v)
+		var err error
+		switch k {
+		case "groupid":
+			cfg.GroupID = v
+		case "consumerid":
+			cfg.ConsumerID = v
+		case "zk.connect":
+			cfg.ZkConnect = v
+		case "zk.sessiontimeout.ms":
+			cfg.ZkSessionTimeout, err = ms(v)
+		case "zk.connectiontimeout.ms":
+			cfg.ZkConnectionTimeout, err = ms(v)
+		case "zk.synctime.ms":
+			cfg.ZkSyncTime, err = ms(v)
+		case "fetch.size":
+			cfg.FetchSize, err = strconv.Atoi(v)
+		case "fetcher.backoff.ms":
+			cfg.FetcherBackoff, err = ms(v)
+		case "autocommit.enable":
+			cfg.AutoCommitEnable, err = strconv.ParseBool(v)
+		case "autocommit.interval.ms":
+			cfg.AutoCommitInterval, err = ms(v)
+		case "autooffset.reset":
+			cfg.AutoOffsetReset = v
+		case "consumer.timeout.ms":
+			cfg.ConsumerTimeoutMs, err = strconv.Atoi(v)
+		case "rebalance.retries.max":
+			cfg.RebalanceRetriesMax, err = strconv.Atoi(v)
+		case "rebalance.backoff.ms":
+			cfg.RebalanceBackoff, err = ms(v)
+		case "queuedchunks.max":
+			cfg.QueuedChunksMax, err = strconv.Atoi(v)
+		case "socket.timeout.ms":
+			cfg.SocketTimeout, err = ms(v)
+		}
+		if err != nil {
+			return cfg, fmt.Errorf("%w: %s=%q: %v", ErrBadGroupConfig, k, v, err)
+		}
+	}
+	return cfg, cfg.validate()
+}
+
+// rebalanceBackoff is rebalance.backoff.ms, defaulting to zk.synctime.ms.
+func (c GroupConfig) rebalanceBackoff() time.Duration {
+	if c.RebalanceBackoff > 0 {
+		return c.RebalanceBackoff
+	}
+	return c.ZkSyncTime
+}
+
+func (c GroupConfig) validate() error {
+	bad := func(what string, v any) error { return fmt.Errorf("%w: %s = %v", ErrBadGroupConfig, what, v) }
+	switch {
+	case c.GroupID == "" || strings.ContainsAny(c.GroupID, "/\x00") || c.GroupID == "." || c.GroupID == "..":
+		return bad("groupid", strconv.Quote(c.GroupID))
+	case strings.ContainsAny(c.ConsumerID, "/\x00"):
+		return bad("consumerid", strconv.Quote(c.ConsumerID))
+	case c.ZkConnect == "":
+		return bad("zk.connect", `""`)
+	case c.FetchSize <= 0:
+		return bad("fetch.size", c.FetchSize)
+	case c.AutoOffsetReset != OffsetResetSmallest && c.AutoOffsetReset != OffsetResetLargest:
+		return bad("autooffset.reset", strconv.Quote(c.AutoOffsetReset)+` (want "smallest" or "largest")`)
+	case c.RebalanceRetriesMax < 1:
+		return bad("rebalance.retries.max", c.RebalanceRetriesMax)
+	case c.QueuedChunksMax < 1:
+		return bad("queuedchunks.max", c.QueuedChunksMax)
+	case c.AutoCommitEnable && c.AutoCommitInterval <= 0:
+		return bad("autocommit.interval.ms", c.AutoCommitInterval.Milliseconds())
+	case c.ZkSessionTimeout <= 0:
+		return bad("zk.sessiontimeout.ms", c.ZkSessionTimeout.Milliseconds())
+	}
+	return nil
+}

@@ -1,0 +1,324 @@
+package consumer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+
+	"kafkarepro/kafka/zk"
+)
+
+// registryView is what one rebalance attempt reads from ZooKeeper: the live brokers, each subscribed topic's
+// partitions (P_T) and the stream ids of the group's consumers subscribed to it (C_T).
+type registryView struct {
+	brokers    map[int]brokerInfo
+	partitions map[string][]string // topic → "<brokerid>-<partition>"
+	streams    map[string][]string // topic → stream ids
+}
+
+// readRegistry reads the broker and consumer registries (§3.2: "by reading the broker and the consumer
+// registry from Zookeeper, the consumer first computes the set (P_T) of available partitions for each
+// subscribed topic T and the set (C_T) of consumers subscribing to T").
+func (g *GroupConsumer) readRegistry() (*registryView, error) {
+	v := &registryView{brokers: map[int]brokerInfo{}, partitions: map[string][]string{},
+		streams: map[string][]string{}}
+
+	ids, err := g.zk.Children(zk.BrokerIDsPath)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, err
+	}
+	for _, s := range ids {
+		id, err := strconv.Atoi(s)
+		if err != nil {
+			g.log.Warn("consumer: ignoring a broker registration with a non-numeric id", "node", s)
+			continue
+		}
+		data, err := g.zk.Get(zk.BrokerIDPath(id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // the broker left while we read
+		} else if err != nil {
+			return nil, err
+		}
+		b, err := parseBrokerInfo(id, string(data))
+		if err != nil {
+			g.log.Warn("consumer: ignoring a broker registration", "err", err)
+			continue
+		}
+		v.brokers[id] = b
+	}
+
+	for topic := range g.topics {
+		bs, err := g.zk.Children(zk.BrokerTopicPath(topic))
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, err
+		}
+		for _, s := range bs {
+			id, err := strconv.Atoi(s)
+			if err != nil {
+				continue
+			}
+			if _, live := v.brokers[id]; !live {
+				continue
+			}
+			data, err := g.zk.Get(zk.BrokerTopicBrokerPath(topic, id))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(string(data)))
+			if err != nil || n < 0 {
+				g.log.Warn("consumer: ignoring a topic registration", "topic", topic, "broker", id, "data", string(data))
+				continue
+			}
+			for p := range n {
+				v.partitions[topic] = append(v.partitions[topic], zk.PartitionName(id, p))
+			}
+		}
+	}
+
+	members, err := g.zk.Children(zk.ConsumerIDsPath(g.cfg.GroupID))
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		data, err := g.zk.Get(zk.ConsumerIDPath(g.cfg.GroupID, m))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // the consumer left while we read
+		} else if err != nil {
+			return nil, err
+		}
+		var sub map[string]int
+		if err := json.Unmarshal(data, &sub); err != nil {
+			g.log.Warn("consumer: ignoring a consumer registration", "consumer", m, "data", string(data), "err", err)
+			continue
+		}
+		for topic, n := range sub {
+			if _, ours := g.topics[topic]; !ours {
+				continue
+			}
+			for i := range n {
+				v.streams[topic] = append(v.streams[topic], m+"-"+strconv.Itoa(i))
+			}
+		}
+	}
+	return v, nil
+}
+
+// claim is one partition this consumer takes in an attempt.
+type claim struct {
+	topic, part string
+	stream      *Stream
+}
+
+// rebalanceOnce is one attempt of Algorithm 1 (SPEC §6). conflict is true (and err says which partition) when a
+// partition it should take is still owned by another consumer: the attempt then released everything and the
+// caller waits and retries.
+func (g *GroupConsumer) rebalanceOnce(reason string) (conflict bool, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false, ErrGroupClosed
+	}
+	// Step 2: stop fetching, commit offsets, delete every owner node this consumer holds.
+	g.stopFetchers()
+	g.gen++
+	for _, ss := range g.streams {
+		for _, s := range ss {
+			s.reset(g.gen)
+		}
+	}
+	if err := g.commitLocked(); err != nil {
+		g.log.Warn("consumer: commit before rebalance failed", "err", err)
+	}
+	if err := g.releaseLocked(); err != nil {
+		return false, err
+	}
+
+	// Step 1: P_T and C_T, read after the release so that they are as fresh as possible.
+	view, err := g.readRegistry()
+	if err != nil {
+		return false, err
+	}
+
+	// Step 3: the range assignment; every member computes the same one.
+	var claims []claim
+	for topic := range g.topics {
+		if len(view.streams[topic]) == 0 {
+			// Our own registration is missing (a new session before re-registration): nothing is ours yet.
+			continue
+		}
+		for _, a := range AssignRange(view.partitions[topic], view.streams[topic]) {
+			s := g.byID[[2]string{topic, a.Stream}]
+			if s == nil {
+				continue // another consumer's stream
+			}
+			for _, part := range a.Partitions {
+				claims = append(claims, claim{topic: topic, part: part, stream: s})
+			}
+		}
+	}
+
+	// Step 4: claim each partition with an ephemeral owner node holding the stream id.
+	var taken []claim
+	for _, c := range claims {
+		err := g.zk.CreateEphemeral(zk.OwnerPath(g.cfg.GroupID, c.topic, c.part), []byte(c.stream.id))
+		if err == nil {
+			taken = append(taken, c)
+			continue
+		}
+		g.releaseClaims(taken)
+		if errors.Is(err, zk.ErrNodeExists) {
+			owner, _ := g.zk.Get(zk.OwnerPath(g.cfg.GroupID, c.topic, c.part))
+			g.log.Info("consumer: partition still owned by another stream; releasing and retrying",
+				"topic", c.topic, "partition", c.part, "owner", string(owner), "reason", reason)
+			return true, fmt.Errorf("partition %s/%s is still owned by %q", c.topic, c.part, owner)
+		}
+		return false, err
+	}
+
+	// Step 5: start offsets from the offset registry; none yet means "ask the broker" (fetchOffset -1).
+	owned := make([]*ownedPartition, 0, len(taken))
+	byBroker := map[int][]*ownedPartition{}
+	for _, c := range taken {
+		off, err := readOffset(g.zk, g.cfg.GroupID, c.topic, c.part)
+		if err != nil {
+			g.releaseClaims(taken)
+			return false, err
+		}
+		b, p, err := zk.ParsePartitionName(c.part)
+		if err != nil {
+			g.releaseClaims(taken)
+			return false, err
+		}
+		op := &ownedPartition{topic: c.topic, name: c.part, brokerID: b, partition: int32(p), stream: c.stream,
+			fetchOffset: off, committed: off}
+		op.consumed.Store(off)
+		owned = append(owned, op)
+		byBroker[b] = append(byBroker[b], op)
+	}
+	g.owned = owned
+
+	// Step 6: one fetcher per broker.
+	for b, parts := range byBroker {
+		f := newFetcher(view.brokers[b], parts, g.gen, g.cfg, g.log)
+		g.fetchers = append(g.fetchers, f)
+		go f.run()
+	}
+	g.rebCount++
+	g.log.Info("consumer: rebalanced", "reason", reason, "generation", g.gen, "owned", ownedNames(owned))
+	return false, nil
+}
+
+func ownedNames(ps []*ownedPartition) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.topic + "/" + p.name + "→" + p.stream.id[strings.LastIndexByte(p.stream.id, '-')+1:]
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+// releaseClaims deletes the owner nodes taken in a failed attempt.
+func (g *GroupConsumer) releaseClaims(cs []claim) {
+	for _, c := range cs {
+		if err := g.zk.Delete(zk.OwnerPath(g.cfg.GroupID, c.topic, c.part)); err != nil {
+			g.log.Warn("consumer: releasing a claim failed", "topic", c.topic, "partition", c.part, "err", err)
+		}
+	}
+}
+
+// releaseLocked deletes every owner node of the current generation (§3.2: "remove partitions owned by C_i
+// from the ownership registry"). Called with g.mu held.
+func (g *GroupConsumer) releaseLocked() error {
+	var errs []error
+	for _, p := range g.owned {
+		if err := g.zk.Delete(zk.OwnerPath(g.cfg.GroupID, p.topic, p.name)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		g.owned = nil
+	}
+	return errors.Join(errs...)
+}
+
+// fetcherStopWait bounds how long stopFetchers waits for a fetcher stuck in a request to an unresponsive
+// broker (socket.timeout.ms may be 30 s). Not waiting longer is safe: whatever such a fetcher still queues
+// belongs to an older generation and is dropped by the stream.
+const fetcherStopWait = 2 * time.Second
+
+// stopFetchers stops every fetcher and waits for them, at most fetcherStopWait. Called with g.mu held.
+func (g *GroupConsumer) stopFetchers() {
+	for _, f := range g.fetchers {
+		close(f.stop)
+	}
+	t := time.NewTimer(fetcherStopWait)
+	defer t.Stop()
+	for _, f := range g.fetchers {
+		select {
+		case <-f.done:
+		case <-t.C:
+			g.log.Warn("consumer: a fetcher is still in a request; going on without it", "broker", f.broker.id)
+			g.fetchers = nil
+			return
+		}
+	}
+	g.fetchers = nil
+}
+
+// syncedRebalance runs attempts until one succeeds. Conflicts and registry errors count against
+// rebalance.retries.max, with rebalance.backoff.ms between attempts; an unreachable ZooKeeper does not (the
+// consumer waits for it, fetching what it already owns is not possible meanwhile but nothing is lost).
+func (g *GroupConsumer) syncedRebalance(reason string) error {
+	backoff := g.cfg.rebalanceBackoff()
+	var last error
+	for attempt := 1; attempt <= g.cfg.RebalanceRetriesMax; {
+		start := time.Now()
+		conflict, err := g.rebalanceOnce(reason)
+		switch {
+		case errors.Is(err, ErrGroupClosed):
+			return err
+		case err == nil:
+			g.log.Debug("consumer: rebalance took", "elapsed", time.Since(start), "attempt", attempt)
+			return nil
+		case conflict:
+			last = err
+			attempt++
+		case isConnectionError(err):
+			g.log.Warn("consumer: ZooKeeper unreachable during rebalance; waiting", "err", err)
+		default:
+			last = err
+			attempt++
+			g.log.Warn("consumer: rebalance attempt failed", "attempt", attempt-1, "err", err)
+		}
+		// A request that arrived meanwhile is served by the next attempt, which reads everything again.
+		select {
+		case <-g.trigger:
+		default:
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-g.closing:
+			t.Stop()
+			return ErrGroupClosed
+		case <-t.C:
+		}
+	}
+	return fmt.Errorf("%w: consumer %s of group %q found no stable assignment in %d attempts %v apart "+
+		"(rebalance.retries.max, rebalance.backoff.ms): %v", ErrRebalanceFailed, g.id, g.cfg.GroupID,
+		g.cfg.RebalanceRetriesMax, backoff, last)
+}
+
+// isConnectionError reports ZooKeeper errors that mean "not reachable now" rather than a bad registry.
+func isConnectionError(err error) bool {
+	return errors.Is(err, gozk.ErrConnectionClosed) || errors.Is(err, gozk.ErrNoServer) ||
+		errors.Is(err, gozk.ErrSessionExpired) || errors.Is(err, gozk.ErrSessionMoved) ||
+		errors.Is(err, gozk.ErrClosing)
+}

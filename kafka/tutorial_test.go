@@ -1,0 +1,224 @@
+package kafka_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestIntegration_Tutorial runs the README's tutorial as written: the ```sh blocks between the markers
+// <!-- tutorial:start --> and <!-- tutorial:end --> (or, if README.md has none there, those of
+// docs/tutorial.md), in order, in one bash, from the repository root, with a freshly built `kafka` first on
+// PATH. ```bash blocks are the one-time setup a reader does by hand (building the command) and are not run.
+// The tutorial reads its ports and directory from ZK_PORT, KAFKA_PORT and KAFKA_TUTORIAL, which the test points
+// at free ports and a temporary directory. It then checks that the consumers printed what the producers sent
+// (every line of the tutorial's ```text blocks) and that the offset checker shows nothing left unconsumed.
+func TestIntegration_Tutorial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ZooKeeper, three brokers and the console tools (skipped with -short)")
+	}
+	root := moduleRoot(t)
+	blocks, text, source := tutorialBlocks(t, root)
+	if len(blocks) == 0 {
+		t.Fatalf("no ```sh blocks in %s", source)
+	}
+	t.Logf("running %d sh blocks from %s", len(blocks), source)
+
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "kafka"), "./kafka/cmd/kafka")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./kafka/cmd/kafka: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "tutorial")
+	zkPort, kafkaPort := freePorts(t, 1), freePorts(t, 3)
+
+	script := "set -euo pipefail\nset -x\n" + strings.Join(blocks, "\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KAFKA_TUTORIAL="+dir,
+		"ZK_PORT="+strconv.Itoa(zkPort),
+		"KAFKA_PORT="+strconv.Itoa(kafkaPort),
+	)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t.Cleanup(func() { cleanupTutorial(t, root, dir, cmd) })
+	err := cmd.Run()
+	out := stdout.String()
+	if err != nil {
+		t.Fatalf("tutorial failed: %v\n--- stdout\n%s\n--- stderr\n%s\n%s", err, out, stderr.String(), serverLogs(dir))
+	}
+	t.Logf("tutorial stdout:\n%s", out)
+
+	for _, line := range text {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("output lacks %q (from a text block)", line)
+		}
+	}
+	for _, want := range []string{"my test message 1\n", "my test message 2\n", `Created topic "test"`,
+		`Created topic "my-replicated-topic": 3 partitions on 3 brokers`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	// The offset checker: every partition with data has been consumed to its end.
+	row := regexp.MustCompile(`(?m)^tutorial\s+my-replicated-topic\s+(\d+-\d+)\s+(\S+)\s+(\S+)\s+(\S+)`)
+	rows := row.FindAllStringSubmatch(out, -1)
+	if len(rows) != 3 {
+		t.Errorf("offset checker shows %d partitions of my-replicated-topic, want 3", len(rows))
+	}
+	for _, r := range rows {
+		if r[3] != "0" && r[2] != r[3] {
+			t.Errorf("partition %s: committed %s, log end %s, lag %s: not consumed to the end", r[1], r[2], r[3], r[4])
+		}
+	}
+}
+
+// tutorialBlocks returns the ```sh blocks (to run) and the lines of the ```text blocks (expected output).
+func tutorialBlocks(t *testing.T, root string) (sh []string, text []string, source string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err == nil {
+		s := string(readme)
+		start := strings.Index(s, "<!-- tutorial:start -->")
+		end := strings.Index(s, "<!-- tutorial:end -->")
+		if start >= 0 && end > start {
+			sh, text = fences(s[start:end])
+			if len(sh) > 0 {
+				return sh, text, "README.md"
+			}
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "tutorial.md"))
+	if err != nil {
+		t.Fatalf("no tutorial between the README.md markers and no docs/tutorial.md: %v", err)
+	}
+	sh, text = fences(string(doc))
+	return sh, text, "docs/tutorial.md"
+}
+
+// fences extracts the bodies of ```sh blocks and the non-empty lines of ```text blocks.
+func fences(md string) (sh []string, text []string) {
+	var cur *strings.Builder
+	lang := ""
+	for line := range strings.Lines(md) {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case cur == nil && strings.HasPrefix(trimmed, "```"):
+			lang = strings.TrimSpace(strings.TrimPrefix(trimmed, "```"))
+			cur = &strings.Builder{}
+		case cur != nil && trimmed == "```":
+			switch lang {
+			case "sh":
+				sh = append(sh, cur.String())
+			case "text":
+				for l := range strings.Lines(cur.String()) {
+					if l = strings.TrimRight(l, "\r\n"); strings.TrimSpace(l) != "" {
+						text = append(text, l)
+					}
+				}
+			}
+			cur = nil
+		case cur != nil:
+			cur.WriteString(line)
+		}
+	}
+	return sh, text
+}
+
+// cleanupTutorial kills whatever the tutorial left running: its process group (brokers started with &), the
+// brokers by their pid files, and ZooKeeper through the script.
+func cleanupTutorial(t *testing.T, root, dir string, cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	pids, _ := filepath.Glob(filepath.Join(dir, "server-*.pid"))
+	for _, f := range pids {
+		if b, err := os.ReadFile(f); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "zookeeper", "zookeeper.pid")); err == nil {
+		stop := exec.Command("bash", filepath.Join(root, "scripts", "zookeeper.sh"), "stop", filepath.Join(dir, "zookeeper"))
+		if out, err := stop.CombinedOutput(); err != nil {
+			t.Logf("stopping ZooKeeper: %v\n%s", err, out)
+		}
+	}
+}
+
+func serverLogs(dir string) string {
+	var b strings.Builder
+	logs, _ := filepath.Glob(filepath.Join(dir, "server-*.log"))
+	for _, f := range logs {
+		data, _ := os.ReadFile(f)
+		if len(data) > 4000 {
+			data = data[len(data)-4000:]
+		}
+		b.WriteString("--- " + f + "\n" + string(data))
+	}
+	return b.String()
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the working directory")
+		}
+		dir = up
+	}
+}
+
+// freePorts finds n consecutive free local ports and returns the first.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+next:
+	for base := 20000 + int(time.Now().UnixNano()%20000); base < 60000; base += 97 {
+		for p := base; p < base+n; p++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				continue next
+			}
+			l.Close()
+		}
+		return base
+	}
+	t.Fatal("no free ports")
+	return 0
+}
+
+func TestTutorialFences(t *testing.T) {
+	md := "intro\n```bash\ngo build\n```\n```sh\necho a\necho b\n```\ntext\n```text\nout 1\n\nout 2\n```\n```sh\necho c\n```\n"
+	sh, text := fences(md)
+	if len(sh) != 2 || sh[0] != "echo a\necho b\n" || sh[1] != "echo c\n" {
+		t.Errorf("sh blocks = %q", sh)
+	}
+	if len(text) != 2 || text[0] != "out 1" || text[1] != "out 2" {
+		t.Errorf("text lines = %q", text)
+	}
+}
