@@ -1,0 +1,60 @@
+# Make targets of the Kafka (NetDB'11) reproduction.
+#   make reproduce        the paper's §5 experiments at full scale (10M messages)
+#   make reproduce-quick  the same at ~200,000 messages, with the regression check
+#   make test             every test, real servers included, plus short fuzz runs
+#   make bench            the hot-path benchmarks (MB/s and allocations)
+GO       ?= go
+SERVICES ?= local
+SYSTEMS  ?= kafka,activemq,rabbitmq
+MESSAGES ?= 10000000
+SIZE     ?= 200
+OUT      ?=
+FUZZTIME ?= 20s
+RATIO    ?= 5
+
+OUTFLAG := $(if $(OUT),--out $(OUT),)
+
+.PHONY: all build test test-short bench fuzz check-allocs deps reproduce reproduce-quick images clean
+
+all: build
+
+build:
+	$(GO) build -o bin/kafka ./kafka/cmd/kafka
+	$(GO) build -o bin/reproduce ./experiments/cmd/reproduce
+
+deps:
+	bash scripts/install-deps.sh
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 70m ./...
+	$(MAKE) fuzz
+	$(MAKE) check-allocs
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./kafka/...
+
+# Short runs of every fuzz target; the committed corpus under testdata/fuzz
+# is replayed by `go test` itself on every run.
+fuzz:
+	$(GO) test ./kafka/message -run '^$$' -fuzz '^FuzzMessageSet$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./kafka/protocol -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME)
+
+# Fails if a hot-path benchmark allocates per message.
+check-allocs:
+	bash scripts/check-allocs.sh
+
+reproduce: deps build
+	./bin/reproduce --services $(SERVICES) --systems $(SYSTEMS) --messages $(MESSAGES) --message-size $(SIZE) $(OUTFLAG)
+
+reproduce-quick: deps build
+	./bin/reproduce --quick --services $(SERVICES) --systems $(SYSTEMS) --message-size $(SIZE) --check-ratio $(RATIO) $(OUTFLAG)
+
+images:
+	bash scripts/build-images.sh
+
+clean:
+	rm -rf bin
