@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"kafkarepro/kafka/topic"
 	"strconv"
 	"strings"
 )
@@ -57,8 +58,9 @@ func (c Config) validate() error {
 }
 
 var (
-	// ErrInvalidTopic: the topic name cannot be used as a directory name.
-	ErrInvalidTopic = errors.New("log: invalid topic name")
+	// ErrInvalidTopic: the topic name cannot be used as a directory name
+	// (the same value as topic.ErrInvalid).
+	ErrInvalidTopic = topic.ErrInvalid
 	// ErrInvalidPartition: the partition number is outside [0, Partitions(topic)).
 	ErrInvalidPartition = errors.New("log: invalid partition")
 	// ErrOffsetOutOfRange: a read below the first segment or past the high-water mark.
@@ -74,35 +76,11 @@ var (
 	ErrSegmentGap = errors.New("log: segments do not tile")
 )
 
-// maxTopicLength bounds a topic name so that "<topic>-<partition>" stays a
-// legal file name (255 bytes on common file systems) for any partition number.
-const maxTopicLength = 255 - 1 - 10
-
 // ValidateTopic reports whether name may be used as a topic. A topic name
-// becomes a directory name, so it must be checked before any path is built
-// from it: letters, digits, '.', '_' and '-' only, not "." or "..", at most
-// 244 bytes (so "<topic>-<partition>" fits in a 255-byte file name).
-func ValidateTopic(name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: empty name", ErrInvalidTopic)
-	}
-	if len(name) > maxTopicLength {
-		return fmt.Errorf("%w: %d bytes long, the limit is %d", ErrInvalidTopic, len(name), maxTopicLength)
-	}
-	if name == "." || name == ".." {
-		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return fmt.Errorf("%w: %q has the character %q at byte %d (allowed: letters, digits, '.', '_', '-')",
-				ErrInvalidTopic, name, c, i)
-		}
-	}
-	return nil
-}
+// becomes a directory name, so it is checked before any path is built from
+// it; the rule itself lives in package topic, shared with the clients and the
+// ZooKeeper registry.
+func ValidateTopic(name string) error { return topic.Validate(name) }
 
 // partitionDirName is "<topic>-<partition>"; the topic must be valid.
 func partitionDirName(topic string, partition int) string {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kafkarepro/kafka/topic"
 )
 
 func newManager(t *testing.T, dir string, cfg Config) *Manager {
@@ -21,13 +23,13 @@ func newManager(t *testing.T, dir string, cfg Config) *Manager {
 }
 
 func TestValidateTopic(t *testing.T) {
-	for _, ok := range []string{"a", "clicks", "Page.Views_2-x", "...a", strings.Repeat("x", maxTopicLength)} {
+	for _, ok := range []string{"a", "clicks", "Page.Views_2-x", "...a", strings.Repeat("x", topic.MaxLength)} {
 		if err := ValidateTopic(ok); err != nil {
 			t.Errorf("ValidateTopic(%q): %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"", ".", "..", "../x", "a/b", "/abs", `a\b`, "a b", "tö", "x\x00", strings.Repeat("x", 300),
-		strings.Repeat("x", maxTopicLength+1)} {
+		strings.Repeat("x", topic.MaxLength+1)} {
 		if err := ValidateTopic(bad); !errors.Is(err, ErrInvalidTopic) {
 			t.Errorf("ValidateTopic(%.40q) = %v, want ErrInvalidTopic", bad, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"kafkarepro/kafka/topic"
 	"net"
 	"sync"
 	"time"
@@ -31,14 +32,10 @@ import (
 var (
 	ErrNoBrokers        = errors.New("producer: no broker available")
 	ErrUnknownPartition = errors.New("producer: unknown partition")
-	ErrInvalidTopic     = errors.New("producer: invalid topic name")
+	ErrInvalidTopic     = topic.ErrInvalid
 	ErrMessageTooLarge  = errors.New("producer: message larger than max.message.size")
 	ErrClosed           = errors.New("producer: closed")
 )
-
-// maxTopicLength bounds a topic name as the broker's log does: the name
-// becomes the directory "<topic>-<partition>", at most 255 bytes.
-const maxTopicLength = 255 - 1 - 10
 
 // newZKDiscovery builds the ZooKeeper-based Discovery for zk.connect. It is
 // nil until the ZooKeeper discovery file of this package sets it in init.
@@ -260,17 +257,11 @@ func (p *SyncProducer) checkTopic(topic string) error {
 	return nil
 }
 
-// ValidateTopic applies the broker's rules: 1–244 characters among letters,
-// digits, '.', '_' and '-', and not "." or "..".
-func ValidateTopic(topic string) error {
-	if topic == "" || len(topic) > maxTopicLength || topic == "." || topic == ".." {
-		return fmt.Errorf("producer: topic %q: %w", topic, ErrInvalidTopic)
-	}
-	for i := 0; i < len(topic); i++ {
-		c := topic[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("producer: topic %q: character %q: %w", topic, c, ErrInvalidTopic)
-		}
+// ValidateTopic applies the broker's rule for topic names (package topic),
+// so a name the broker would refuse fails here, where the caller sees it.
+func ValidateTopic(name string) error {
+	if err := topic.Validate(name); err != nil {
+		return fmt.Errorf("producer: %w", err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package zk
 import (
 	"errors"
 	"fmt"
+	"kafkarepro/kafka/topic"
 	"log/slog"
 	"net"
 	"slices"
@@ -174,17 +175,11 @@ func (d *Discovery) Changed() <-chan struct{} {
 	return d.changed
 }
 
-// ValidTopic refuses a topic name that cannot be a registry node (and so a log directory): letters, digits,
-// '.', '_' and '-', at most 255 bytes, not "." or "..".
-func ValidTopic(topic string) error {
-	if topic == "" || len(topic) > 255 || topic == "." || topic == ".." {
-		return fmt.Errorf("%w: topic %q", ErrBadPath, topic)
-	}
-	for i := 0; i < len(topic); i++ {
-		c := topic[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: topic %q has %q", ErrBadPath, topic, c)
-		}
+// ValidTopic refuses a topic name that cannot be a registry node (and so a
+// log directory); the rule is package topic's.
+func ValidTopic(name string) error {
+	if err := topic.Validate(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadPath, err)
 	}
 	return nil
 }
