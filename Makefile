@@ -13,6 +13,9 @@ FUZZTIME ?= 20s
 RATIO    ?= 5
 
 OUTFLAG := $(if $(OUT),--out $(OUT),)
+# SERVICES=containers builds (or reuses) the images first; auto only uses
+# containers when the images are already there.
+IMAGES  := $(if $(filter containers,$(SERVICES)),bash scripts/build-images.sh,true)
 
 .PHONY: all build test test-short bench fuzz check-allocs deps reproduce reproduce-quick images clean
 
@@ -48,9 +51,11 @@ check-allocs:
 	bash scripts/check-allocs.sh
 
 reproduce: deps build
+	$(IMAGES)
 	./bin/reproduce --services $(SERVICES) --systems $(SYSTEMS) --messages $(MESSAGES) --message-size $(SIZE) $(OUTFLAG)
 
 reproduce-quick: deps build
+	$(IMAGES)
 	./bin/reproduce --quick --services $(SERVICES) --systems $(SYSTEMS) --message-size $(SIZE) --check-ratio $(RATIO) $(OUTFLAG)
 
 images:
