@@ -59,8 +59,10 @@ func consumerPerf(args []string, std stdio) error {
 	it := consumer.NewPartitionIterator(c, *topic, int32(*partition), start, int32(*fetchSize))
 	var got, payloadBytes int64
 	size := 0
-	t0 := time.Now()
 	rep := newReporter(std, *every, 0)
+	allocs := startAllocCounter()
+	t0 := time.Now()
+	tt := newTenths(*n, t0)
 	lastData := t0
 	for got < *n {
 		// Poll checks every message's CRC (§3.3) and fetches when needed.
@@ -76,6 +78,7 @@ func consumerPerf(args []string, std stdio) error {
 		}
 		got++
 		payloadBytes += int64(len(it.Payload()))
+		tt.observe(got)
 		if got&1023 == 0 {
 			lastData = time.Now()
 			if size == 0 {
@@ -86,10 +89,17 @@ func consumerPerf(args []string, std stdio) error {
 		rep.progress(got, "read")
 	}
 	elapsed := time.Since(t0)
-	if got > 0 {
-		size = int(payloadBytes / got)
-	}
+	readAllocs := allocs.since()
+	size = int(payloadBytes / got)
 	printRate(std, "consumer", got, size, elapsed)
-	fmt.Fprintf(std.Out, "  (%d fetches, next offset %d)\n", it.Fetches(), it.NextOffset())
+	fmt.Fprintf(std.Out, "  (%d fetches, next offset %d, every CRC checked)\n", it.Fetches(), it.NextOffset())
+	tt.print(std.Out, "rate per tenth (each tenth ends when the Nth/10 message was received and its CRC checked)", size)
+	secs := elapsed.Seconds()
+	fmt.Fprintln(std.Out, resultLine(
+		"tool", "consumer-perf", "topic", *topic, "fetch_size", *fetchSize, "message_size", size,
+		"messages", got, "seconds", round3(secs), "msg_per_s", whole(float64(got)/secs),
+		"mb_per_s", round3(float64(payloadBytes)/secs/1e6),
+		"first_tenth", whole(tt.rate(0)), "last_tenth", whole(tt.rate(9)), "last_over_first", sig4(tt.ratio()),
+		"fetches", it.Fetches(), "allocs_per_msg", round3(float64(readAllocs)/float64(got))))
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"kafkarepro/kafka/consumer"
@@ -75,7 +74,9 @@ func producerPerf(args []string, std stdio) error {
 	fmt.Fprintf(std.Out, "producing %d messages of %d bytes in batches of %d to %s-%d at %s (start offset %d)\n",
 		*n, *size, *batch, *topic, *partition, bl[0].Addr(), startOff)
 	rep := newReporter(std, *every, *size)
+	allocs := startAllocCounter()
 	start := time.Now()
+	tt := newTenths(*n, start)
 	for sent := int64(0); sent < *n; {
 		k := min(int64(*batch), *n-sent)
 		if err := p.Send(*topic, int32(*partition), msgs[:k]...); err != nil {
@@ -83,13 +84,16 @@ func producerPerf(args []string, std stdio) error {
 			return err
 		}
 		sent += k
+		tt.observe(sent)
 		rep.progress(sent, "sent")
 	}
 	sentAt := time.Since(start)
+	sendAllocs := allocs.since()
 	// The paper's producer does not wait for acknowledgements; our clock
 	// runs until the broker holds (has flushed) every message.
 	end, err := waitForOffset(c, *topic, int32(*partition), wantEnd, *wait)
-	total := time.Since(start)
+	heldAt := time.Now()
+	total := heldAt.Sub(start)
 	stop()
 	if err != nil {
 		return fmt.Errorf("after sending %d messages in %v: %w", *n, sentAt.Round(time.Millisecond), err)
@@ -98,7 +102,22 @@ func producerPerf(args []string, std stdio) error {
 		return fmt.Errorf("broker end offset is %d, want %d: someone else is producing to %s-%d", end, wantEnd, *topic, *partition)
 	}
 	printRate(std, "producer", *n, *size, total)
-	fmt.Fprintf(std.Out, "  (last write returned after %v; %.0f msg/s until then)\n", sentAt.Round(time.Millisecond), float64(*n)/sentAt.Seconds())
+	fmt.Fprintf(std.Out, "  (last write returned after %v; %.0f msg/s until then; the broker held every message %v later)\n",
+		sentAt.Round(time.Millisecond), float64(*n)/sentAt.Seconds(), (total - sentAt).Round(time.Millisecond))
+	held := tt.withEnd(heldAt)
+	held.print(std.Out, "rate per tenth until the broker holds every message (tenths 1-9 end when the Nth/10 write returned;\n"+
+		" the last tenth ends when the broker's flushed end offset reached the expected end, so it includes the final flush wait)", *size)
+	tt.print(std.Out, "rate per tenth of the sends only (each tenth ends when the Nth/10 write returned)", *size)
+	secs := total.Seconds()
+	fmt.Fprintln(std.Out, resultLine(
+		"tool", "producer-perf", "topic", *topic, "batch", *batch, "message_size", *size,
+		"messages", *n, "seconds", round3(secs), "msg_per_s", whole(float64(*n)/secs),
+		"mb_per_s", round3(float64(*n)*float64(*size)/secs/1e6),
+		"first_tenth", whole(held.rate(0)), "last_tenth", whole(held.rate(9)), "last_over_first", sig4(held.ratio()),
+		"flush_wait_ms", round3(float64(total-sentAt)/1e6),
+		"send_seconds", round3(sentAt.Seconds()), "send_msg_per_s", whole(float64(*n)/sentAt.Seconds()),
+		"send_first_tenth", whole(tt.rate(0)), "send_last_tenth", whole(tt.rate(9)), "send_last_over_first", sig4(tt.ratio()),
+		"allocs_per_msg", round3(float64(sendAllocs)/float64(*n))))
 	return nil
 }
 
@@ -119,50 +138,4 @@ func waitForOffset(c *consumer.SimpleConsumer, topic string, partition int32, wa
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-// reporter prints progress lines by count or every 2 seconds.
-type reporter struct {
-	std            stdio
-	every          int64
-	size           int
-	start, last    time.Time
-	lastN, nextRep int64
-	checked        int64
-}
-
-func newReporter(std stdio, every int64, size int) *reporter {
-	now := time.Now()
-	return &reporter{std: std, every: every, size: size, start: now, last: now, nextRep: every}
-}
-
-func (r *reporter) progress(n int64, verb string) {
-	if r.every > 0 {
-		if n < r.nextRep {
-			return
-		}
-		r.nextRep += r.every
-	} else {
-		if n-r.checked < 1000 {
-			return // look at the clock about every 1000 messages only
-		}
-		r.checked = n
-		if time.Since(r.last) < 2*time.Second {
-			return
-		}
-	}
-	now := time.Now()
-	dt := now.Sub(r.last).Seconds()
-	rate := float64(n-r.lastN) / dt
-	fmt.Fprintf(r.std.Out, "  %s %d messages (%.1f MB) in %.1fs: %.0f msg/s, %.1f MB/s now\n", verb, n,
-		float64(n)*float64(r.size)/1e6, now.Sub(r.start).Seconds(), rate, rate*float64(r.size)/1e6)
-	r.last, r.lastN = now, n
-}
-
-// printRate prints the summary line of a perf run (payload MB, as 0.7's
-// perf tools did).
-func printRate(std stdio, what string, n int64, size int, d time.Duration) {
-	secs := d.Seconds()
-	fmt.Fprintf(std.Out, "%s: %d messages of %d bytes in %.3fs: %s msg/s, %.2f MB/s\n", what, n, size, secs,
-		strconv.FormatFloat(float64(n)/secs, 'f', 0, 64), float64(n)*float64(size)/secs/1e6)
 }
