@@ -3,6 +3,7 @@
 #   make reproduce-quick  the same at ~200,000 messages, with the regression check
 #   make test             every test, real servers included, plus short fuzz runs
 #   make bench            the hot-path benchmarks (MB/s and allocations)
+#   make perf             producer-perf and consumer-perf against a broker process (docs/PERFORMANCE.md)
 GO       ?= go
 SERVICES ?= local
 SYSTEMS  ?= kafka,activemq,rabbitmq
@@ -17,7 +18,7 @@ OUTFLAG := $(if $(OUT),--out $(OUT),)
 # containers when the images are already there.
 IMAGES  := $(if $(filter containers,$(SERVICES)),bash scripts/build-images.sh,true)
 
-.PHONY: all build test test-short bench fuzz check-allocs deps reproduce reproduce-quick images clean
+.PHONY: all build test test-short bench perf fuzz check-allocs deps reproduce reproduce-quick images clean
 
 all: build
 
@@ -39,6 +40,9 @@ test-short:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./kafka/...
+
+perf:
+	bash scripts/perf.sh
 
 # Short runs of every fuzz target; the committed corpus under testdata/fuzz
 # is replayed by `go test` itself on every run.
