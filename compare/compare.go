@@ -11,6 +11,7 @@ package compare
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 )
@@ -91,3 +92,35 @@ type Provider interface {
 	// the path of its log.
 	Start(ctx context.Context, service string) (Server, error)
 }
+
+// IOCounters are a server's I/O counters from Linux's /proc/<pid>/io, summed
+// over the server process and its descendants (RabbitMQ's beam.smp runs
+// under the rabbitmq-server shell script). The harness samples them just
+// before and just after a test and records the difference: §5 "ActiveMQ had
+// a thread busy writing KahaDB pages to disk during this test. In contrast,
+// there were no disk write activities on the Kafka broker."
+type IOCounters struct {
+	// WriteBytes is write_bytes: bytes the processes caused to be sent to
+	// the storage layer (counted when a page-cache page is dirtied, so a
+	// write the kernel flushes later still counts, to the writer).
+	WriteBytes int64 `json:"write_bytes"`
+	// CancelledWriteBytes is cancelled_write_bytes: dirtied bytes that were
+	// never written because their file was truncated or deleted first.
+	CancelledWriteBytes int64 `json:"cancelled_write_bytes"`
+	// WChar is wchar: bytes passed to write(2), send(2), sendfile(2) and the
+	// like, to any file descriptor, sockets included; it is not disk I/O.
+	WChar int64 `json:"wchar"`
+	// Processes is how many processes were summed.
+	Processes int `json:"processes"`
+}
+
+// ProcessIO is implemented by servers (and systems) whose server runs as a
+// process on this machine, so its I/O counters can be read; servers in
+// containers do not implement it, or return ErrNoProcessIO.
+type ProcessIO interface {
+	IOCounters() (IOCounters, error)
+}
+
+// ErrNoProcessIO means a server's process I/O counters cannot be read here
+// (e.g. it runs in a container).
+var ErrNoProcessIO = errors.New("compare: the server's process I/O counters are not available")

@@ -14,6 +14,11 @@
 // error; the run goes on with the other systems and reports what it did
 // measure.
 //
+// Around the consumer test the harness also reads the server's process I/O
+// counters (compare.ProcessIO, from /proc/<pid>/io) when its server runs as
+// a local process, to check §5's "there were no disk write activities on
+// the Kafka broker" while ActiveMQ "had a thread busy writing KahaDB pages".
+//
 // Outputs (see Write): producer.csv, consumer.csv, series.csv, summary.json,
 // fig4_producer.png, fig5_consumer.png, fig_storage.png and REPORT.md, which
 // sets every number beside the paper's (package paper).

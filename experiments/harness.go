@@ -67,6 +67,9 @@ type TestResult struct {
 	// message, which weighs heavily in a short run.
 	SendSeconds float64 `json:"send_seconds"`
 	SendMsgPerS float64 `json:"send_msg_per_s"`
+	// ServerIO is what the server processes wrote during the test (set
+	// for the consumer test; see ServerIO).
+	ServerIO *ServerIO `json:"server_io,omitempty"`
 }
 
 // OK reports whether the test completed without error.
@@ -102,7 +105,8 @@ type SystemReport struct {
 
 // Run measures every target in turn: its producer tests (one per batch
 // size, each into its own topic), the disk they used, and a consumer test
-// reading back the topic of the largest batch. Any failure of one target is
+// reading back the topic of the largest batch, with the bytes the server
+// wrote to storage meanwhile (when it is a local process). Any failure of one target is
 // recorded in its report and the run goes on with the next target. Run
 // returns an error only when ctx is cancelled.
 func Run(ctx context.Context, cfg Config, targets []Target) ([]SystemReport, error) {
@@ -169,7 +173,10 @@ func runTarget(ctx context.Context, cfg Config, t Target) (rep SystemReport) {
 		fail("%s consumer: not run, no producer test completed", t.Name)
 		return rep
 	}
+	// §5: did the server write to disk while the consumer read?
+	probe := startIOProbe(sys)
 	c := runConsumer(ctx, cfg, sys, t.Name, consumeTopic)
+	c.ServerIO = probe.Finish()
 	rep.Consumer = &c
 	if c.Error != "" {
 		fail("%s consumer: %s", t.Name, c.Error)

@@ -27,8 +27,8 @@ func Write(dir string, s *Summary, fig *paper.Figures) error {
 		}
 	}
 	return errors.Join(
-		writeCSV(filepath.Join(dir, "producer.csv"), prod),
-		writeCSV(filepath.Join(dir, "consumer.csv"), cons),
+		writeCSV(filepath.Join(dir, "producer.csv"), prod, false),
+		writeCSV(filepath.Join(dir, "consumer.csv"), cons, true),
 		writeSeriesCSV(filepath.Join(dir, "series.csv"), append(prod, cons...)),
 		writeJSON(filepath.Join(dir, "summary.json"), s),
 		PlotThroughput(filepath.Join(dir, "fig4_producer.png"), "Producer performance (paper figure 4)", prod),
@@ -43,13 +43,28 @@ func Write(dir string, s *Summary, fig *paper.Figures) error {
 // TestResult.SendSeconds).
 var CSVHeader = []string{"system", "batch", "seconds", "mb_sent", "msgs", "msg_per_s", "error", "send_seconds", "send_msg_per_s"}
 
-func writeCSV(path string, tests []TestResult) error {
-	rows := [][]string{CSVHeader}
+// ConsumerCSVHeader is the header of consumer.csv: CSVHeader plus the bytes
+// the server processes wrote during the test, to storage (write_bytes) and
+// through any write call, sockets included (wchar), or "not measured"
+// (see ServerIO).
+var ConsumerCSVHeader = append(CSVHeader[:len(CSVHeader):len(CSVHeader)], "server_write_bytes", "server_wchar")
+
+func writeCSV(path string, tests []TestResult, serverIO bool) error {
+	header := CSVHeader
+	if serverIO {
+		header = ConsumerCSVHeader
+	}
+	rows := [][]string{header}
 	for _, t := range tests {
-		rows = append(rows, []string{t.System, strconv.Itoa(t.Batch),
+		row := []string{t.System, strconv.Itoa(t.Batch),
 			strconv.FormatFloat(t.Seconds, 'f', 3, 64), strconv.FormatFloat(t.MBSent, 'f', 3, 64),
 			strconv.FormatInt(t.Msgs, 10), strconv.FormatFloat(t.MsgPerS, 'f', 1, 64), t.Error,
-			strconv.FormatFloat(t.SendSeconds, 'f', 3, 64), strconv.FormatFloat(t.SendMsgPerS, 'f', 1, 64)})
+			strconv.FormatFloat(t.SendSeconds, 'f', 3, 64), strconv.FormatFloat(t.SendMsgPerS, 'f', 1, 64)}
+		if serverIO {
+			c := t.ServerIO.cells()
+			row = append(row, c[0], c[1])
+		}
+		rows = append(rows, row)
 	}
 	return writeRows(path, rows)
 }

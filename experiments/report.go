@@ -91,6 +91,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		pv := paperValue(fig, t)
 		w("| %s | %s | %s | %s | %.2f | %s |\n", t.System, pv.text, commas(t.MsgPerS), ratioText(t.MsgPerS, pv.v), t.Seconds, oneLine(t.Error))
 	}
+	writeServerIO(w, s)
 
 	w("\n## Ratios\n\n| ratio | paper says | paper's least value | this run | holds here |\n|---|---|---|---|---|\n")
 	for _, r := range s.Ratios {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"kafkarepro/compare"
+	"kafkarepro/compare/localsvc"
 )
 
 // KafkaProperties is the server.properties our broker runs with in the
@@ -142,6 +143,12 @@ func (s *kafkaServer) Pid() int { return s.cmd.Process.Pid }
 
 // Dir is the folder holding the broker's data and log.
 func (s *kafkaServer) Dir() string { return s.dir }
+
+// IOCounters implements compare.ProcessIO: the broker process's I/O
+// counters from /proc (see localsvc.ProcessTreeIO).
+func (s *kafkaServer) IOCounters() (compare.IOCounters, error) {
+	return localsvc.ProcessTreeIO(s.cmd.Process.Pid)
+}
 
 // waitReady waits until the broker accepts a TCP connection.
 func (s *kafkaServer) waitReady(ctx context.Context, timeout time.Duration) error {

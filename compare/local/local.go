@@ -162,6 +162,10 @@ func (s *scriptServer) Endpoint() compare.Endpoint { return s.srv.Endpoint() }
 // Dir is the folder holding the server's data and logs.
 func (s *scriptServer) Dir() string { return s.srv.Dir }
 
+// IOCounters implements compare.ProcessIO: the I/O counters of the process
+// in the script's pid file and of its descendants (see localsvc.ProcessTreeIO).
+func (s *scriptServer) IOCounters() (compare.IOCounters, error) { return s.srv.IOCounters() }
+
 // Stop stops the server and removes its folder unless the provider keeps it.
 func (s *scriptServer) Stop() error {
 	s.once.Do(func() {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"kafkarepro/compare"
 )
 
 func TestKafkaPropertiesFile(t *testing.T) {
@@ -83,6 +85,9 @@ func TestIntegration_LocalKafka(t *testing.T) {
 		t.Fatalf("broker does not answer on %d: %v", ep.Port, err)
 	}
 	c.Close()
+	if io, err := srv.(compare.ProcessIO).IOCounters(); err != nil || io.Processes != 1 {
+		t.Errorf("broker IOCounters = %+v, %v; want the counters of one process", io, err)
+	}
 	if !strings.HasPrefix(ep.DataDir, p.Root()) || !strings.HasPrefix(ep.LogPath, p.Root()) || ep.Version == "" {
 		t.Errorf("endpoint = %+v", ep)
 	}

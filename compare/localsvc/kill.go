@@ -13,13 +13,9 @@ import (
 // Kill sends SIGKILL to the server process named in DIR/<service>.pid and to all its descendants, as a
 // crash would; Stop afterwards still cleans up (e.g. RabbitMQ's epmd).
 func (s *Server) Kill() error {
-	b, err := os.ReadFile(filepath.Join(s.Dir, s.Service+".pid"))
+	pid, err := s.Pid()
 	if err != nil {
-		return fmt.Errorf("localsvc: kill %s: %w", s.Service, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return fmt.Errorf("localsvc: kill %s: bad pid file: %w", s.Service, err)
+		return fmt.Errorf("localsvc: kill: %w", err)
 	}
 	pids := append(descendants(pid), pid)
 	for _, p := range pids {
@@ -28,16 +24,17 @@ func (s *Server) Kill() error {
 	return nil
 }
 
-// descendants lists the children, grandchildren, ... of pid from /proc.
+// descendants lists the children, grandchildren, ... of pid from the ppid
+// field of /proc/*/stat.
 func descendants(pid int) []int {
 	parent := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
+	ents, _ := os.ReadDir(procRoot)
 	for _, e := range ents {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		stat, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "stat"))
 		if err != nil {
 			continue
 		}

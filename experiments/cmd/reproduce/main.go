@@ -196,6 +196,12 @@ func printSummary(w io.Writer, s *experiments.Summary) {
 			fmt.Fprintf(w, "%-10s storage %.1f bytes/message on disk, overhead %.1f bytes\n", r.Name, st.BytesPerMessage, st.OverheadBytes)
 		}
 	}
+	for _, r := range s.Systems {
+		if r.Consumer != nil && r.Consumer.ServerIO != nil && r.Consumer.ServerIO.Measured {
+			fmt.Fprintf(w, "%-10s server wrote %d bytes to storage during the consumer test (wchar %d)\n",
+				r.Name, r.Consumer.ServerIO.WriteBytes, r.Consumer.ServerIO.WChar)
+		}
+	}
 	for _, r := range s.Ratios {
 		paperSays := "no paper value"
 		if r.PaperMin > 0 {

@@ -114,6 +114,17 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	if k.Settings["flush"] == "" || k.Settings["server_version"] == "" {
 		t.Errorf("settings = %v", k.Settings)
 	}
+	// §5: every local server's writes during the consumer test are measured.
+	for _, r := range sum.Systems {
+		if r.Consumer == nil {
+			continue // reported above
+		}
+		if io := r.Consumer.ServerIO; io == nil || !io.Measured || io.Processes < 1 {
+			t.Errorf("%s: server I/O during the consumer test = %+v, want measured (local provider)", r.Name, io)
+		} else {
+			t.Logf("%s server during the consumer test: write_bytes %d, wchar %d, %d processes", r.Name, io.WriteBytes, io.WChar, io.Processes)
+		}
+	}
 }
 
 // killer wraps a System and kills the server's process with SIGKILL once the

@@ -87,16 +87,28 @@ func target(prov compare.Provider, name string) experiments.Target {
 		if err != nil {
 			return nil, nil, errors.Join(err, srv.Stop())
 		}
-		return withEndpoint{System: sys, ep: srv.Endpoint(), provider: prov.Name()}, srv.Stop, nil
+		return withEndpoint{System: sys, srv: srv, ep: srv.Endpoint(), provider: prov.Name()}, srv.Stop, nil
 	}}
 }
 
 // withEndpoint adds what the provider knows about the server (version,
-// where it ran) to the adapter's settings, so every result names them.
+// where it ran) to the adapter's settings, so every result names them, and
+// passes on the server's process I/O counters where the provider has them.
 type withEndpoint struct {
 	compare.System
+	srv      compare.Server
 	ep       compare.Endpoint
 	provider string
+}
+
+// IOCounters implements compare.ProcessIO for the harness: the local
+// provider's servers are processes on this machine; a container is not
+// (compare.ErrNoProcessIO).
+func (w withEndpoint) IOCounters() (compare.IOCounters, error) {
+	if p, ok := w.srv.(compare.ProcessIO); ok {
+		return p.IOCounters()
+	}
+	return compare.IOCounters{}, fmt.Errorf("%w: %s provider", compare.ErrNoProcessIO, w.provider)
 }
 
 func (w withEndpoint) Settings() map[string]string {
