@@ -20,50 +20,39 @@ ACTIVEMQ_HOME=/usr/share/activemq
 ACTIVEMQ_JAR=$ACTIVEMQ_HOME/bin/activemq.jar
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CONFIG=$HERE/../compare/config/activemq
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 
-die() { echo "activemq.sh: $*" >&2; exit 1; }
+installed() { [[ -f $ACTIVEMQ_JAR ]] && command -v "$JAVA" >/dev/null; }
 
 # install makes sure the Debian package is there (a fresh CI machine has none of it).
-install() {
-	if [[ -f $ACTIVEMQ_JAR ]] && command -v "$JAVA" >/dev/null; then return; fi
-	local sudo=""
-	[[ $(id -u) -eq 0 ]] || sudo="sudo"
-	echo "activemq.sh: installing activemq" >&2
-	$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq activemq >&2
-	[[ -f $ACTIVEMQ_JAR ]] || die "activemq installed but $ACTIVEMQ_JAR is missing"
-}
+install() { need_package activemq installed; }
 
 version() {
-	local v
-	v=$(dpkg-query -W -f='${Version}' activemq 2>/dev/null) || die "version: the activemq package is not installed"
-	v=${v#*:}          # epoch
-	echo "${v%%[+~-]*}" # upstream part: 5.17.2+dfsg-2 -> 5.17.2
+	deb_version activemq || die "version: the activemq package is not installed" # 5.17.2+dfsg-2 -> 5.17.2
 }
 
 # stomp_ok PORT succeeds when a STOMP 1.2 CONNECT on PORT is answered with CONNECTED.
 stomp_ok() {
 	local port=$1 line
 	exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
-	printf 'CONNECT\naccept-version:1.2\nhost:localhost\n\n\0' >&3
+	nopipe printf 'CONNECT\naccept-version:1.2\nhost:localhost\n\n\0' >&3
 	IFS= read -r -t 5 line <&3 || true
-	printf 'DISCONNECT\n\n\0' >&3 2>/dev/null || true
+	nopipe printf 'DISCONNECT\n\n\0' >&3 || true
 	exec 3<&- 3>&-
 	[[ ${line%$'\r'} == CONNECTED ]]
 }
 
-alive() { [[ -f $1/activemq.pid ]] && kill -0 "$(cat "$1/activemq.pid")" 2>/dev/null; }
-
 start() {
 	local dir=$1 port=$2
-	[[ $port =~ ^[0-9]+$ ]] && ((port > 0 && port < 65536)) || die "start: bad port '$port'"
+	check_port "$port"
 	[[ -f $CONFIG/activemq.xml ]] || die "start: missing $CONFIG/activemq.xml"
 	install
 	mkdir -p "$dir/conf" "$dir/data/tmp"
 	dir=$(cd "$dir" && pwd)
 	local log=$dir/data/activemq.log out=$dir/activemq.out
-	if alive "$dir"; then die "start: a broker from $dir is already running (pid $(cat "$dir/activemq.pid"))"; fi
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then die "start: port $port is already in use"; fi
+	refuse_running "$dir/activemq.pid" broker
+	if port_in_use "$port"; then die "start: port $port is already in use"; fi
 	cp "$CONFIG"/* "$dir/conf/"
 	# As /usr/bin/activemq does for Java > 8, minus its su to the activemq user and its shared /var/lib base.
 	# The conf dir comes first on the classpath so our log4j.properties wins.
@@ -93,44 +82,16 @@ start() {
 		-Djava.io.tmpdir="$dir/data/tmp" \
 		-jar "$ACTIVEMQ_JAR" start "xbean:file:$dir/conf/activemq.xml" >"$out" 2>&1 </dev/null &
 	echo $! >"$dir/activemq.pid"
-	local deadline=$((SECONDS + ACTIVEMQ_START_TIMEOUT))
-	while ((SECONDS < deadline)); do
-		if ! alive "$dir"; then
-			tail -n 20 "$out" >&2 || true
-			die "start: the broker exited; log=$log (JVM output: $out)"
-		fi
-		stomp_ok "$port" 2>/dev/null && break
-		sleep 0.2
-	done
-	if ((SECONDS >= deadline)); then
-		stop "$dir" >/dev/null 2>&1 || true
-		die "start: no STOMP answer on port $port within ${ACTIVEMQ_START_TIMEOUT}s; log=$log (JVM output: $out)"
-	fi
-	echo "log=$log"
-	echo "data=$dir/data"
+	await_start "$dir" "$dir/activemq.pid" "$ACTIVEMQ_START_TIMEOUT" "$out" broker \
+		"log=$log (JVM output: $out)" "no STOMP answer on port $port" stomp_ok "$port"
+	started "log=$log" "data=$dir/data"
 }
+
+# ours DIR PID succeeds when PID is still the broker of DIR: a java reading DIR's activemq.xml.
+ours() { cmdline "$2" | grep -qF "activemq.base=$1 "; }
 
 stop() {
-	local dir=$1 pid
-	[[ -f $dir/activemq.pid ]] || { echo "activemq.sh: nothing to stop in $dir" >&2; return 0; }
-	pid=$(cat "$dir/activemq.pid")
-	# Only our own broker: the pid must still be a java reading this DIR's activemq.xml.
-	if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "activemq.base=$dir "; then
-		kill "$pid" 2>/dev/null || true
-		for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		if kill -0 "$pid" 2>/dev/null; then
-			echo "activemq.sh: broker $pid did not stop within 30s, killing it" >&2
-			kill -9 "$pid" 2>/dev/null || true
-			for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		fi
-	fi
-	rm -f "$dir/activemq.pid"
+	stop_process "$1/activemq.pid" broker 30 ours "$1"
 }
 
-cmd=${1:-}
-case $cmd in
-start) [[ $# -eq 3 ]] || die "usage: start DIR PORT"; start "$2" "$3" ;;
-stop) [[ $# -eq 2 ]] || die "usage: stop DIR"; stop "$(cd "$2" 2>/dev/null && pwd || echo "$2")" ;;
-version) version ;;
-*) die "usage: $0 start DIR PORT | stop DIR | version" ;;
-esac
+service_main "$@"

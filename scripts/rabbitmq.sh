@@ -23,47 +23,39 @@ RABBITMQ_START_TIMEOUT=${RABBITMQ_START_TIMEOUT:-120}
 RABBIT_BIN=/usr/lib/rabbitmq/bin
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CONFIG=$HERE/../compare/config/rabbitmq
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 
-die() { echo "rabbitmq.sh: $*" >&2; exit 1; }
+installed() { [[ -x $RABBIT_BIN/rabbitmq-server ]]; }
 
 # install makes sure the Debian package is there (a fresh CI machine has none of it).
 install() {
-	if [[ -x $RABBIT_BIN/rabbitmq-server ]]; then return; fi
-	local sudo=""
-	[[ $(id -u) -eq 0 ]] || sudo="sudo"
-	echo "rabbitmq.sh: installing rabbitmq-server" >&2
-	$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+	installed && return 0
 	# The package's postinst tries to start the system-wide service; without systemd or init that fails
 	# harmlessly, and policy-rc.d forbids it anyway where present.
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq rabbitmq-server >&2 || true
-	[[ -x $RABBIT_BIN/rabbitmq-server ]] || die "could not install rabbitmq-server ($RABBIT_BIN/rabbitmq-server missing)"
+	need_package rabbitmq-server installed
 	# Stop a system-wide node the package may have started, so it does not hold port 5672 or epmd 4369.
+	local sudo=""
+	[[ $(id -u) -eq 0 ]] || sudo="sudo"
 	$sudo service rabbitmq-server stop >/dev/null 2>&1 || true
 }
 
 version() {
-	local v
-	v=$(dpkg-query -W -f='${Version}' rabbitmq-server 2>/dev/null) || die "version: rabbitmq-server is not installed"
-	v=${v#*:}
-	echo "${v%%[+~-]*}" # 3.10.8-1.1+deb12u1 -> 3.10.8
+	deb_version rabbitmq-server || die "version: rabbitmq-server is not installed" # 3.10.8-1.1+deb12u1 -> 3.10.8
 }
 
 # derived PORT OFFSET maps PORT+OFFSET into 1024..65535.
 derived() { echo $(((($1 - 1024 + $2) % 64512) + 1024)); }
 
-in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 # amqp_ok PORT succeeds when PORT answers an AMQP 0-9-1 protocol header with a frame (Connection.Start).
 amqp_ok() {
 	local port=$1 c=""
 	exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
-	printf 'AMQP\x00\x00\x09\x01' >&3
+	nopipe printf 'AMQP\x00\x00\x09\x01' >&3
 	IFS= read -r -s -t 5 -n 1 -d '' c <&3 || true
 	exec 3<&- 3>&-
 	[[ $c == $'\x01' ]]
 }
-
-alive() { [[ -f $1/rabbitmq.pid ]] && kill -0 "$(cat "$1/rabbitmq.pid")" 2>/dev/null; }
 
 # env_for DIR PORT exports the environment of the node of DIR/PORT (for the server and for rabbitmqctl).
 env_for() {
@@ -90,16 +82,16 @@ env_for() {
 
 start() {
 	local dir=$1 port=$2
-	[[ $port =~ ^[0-9]+$ ]] && ((port > 0 && port < 65536)) || die "start: bad port '$port'"
+	check_port "$port"
 	[[ -f $CONFIG/rabbitmq.conf ]] || die "start: missing $CONFIG/rabbitmq.conf"
 	install
 	mkdir -p "$dir/conf" "$dir/home" "$dir/mnesia" "$dir/log"
 	dir=$(cd "$dir" && pwd)
 	env_for "$dir" "$port"
 	local log=$dir/log/$RABBITMQ_NODENAME.log out=$dir/log/startup.out data=$dir/mnesia/$RABBITMQ_NODENAME
-	if alive "$dir"; then die "start: a node from $dir is already running (pid $(cat "$dir/rabbitmq.pid"))"; fi
-	in_use "$port" && die "start: AMQP port $port is already in use"
-	in_use "$RABBITMQ_DIST_PORT" && die "start: distribution port $RABBITMQ_DIST_PORT (derived from $port) is in use; pick another PORT or set RABBITMQ_DIST_PORT"
+	refuse_running "$dir/rabbitmq.pid" node
+	port_in_use "$port" && die "start: AMQP port $port is already in use"
+	port_in_use "$RABBITMQ_DIST_PORT" && die "start: distribution port $RABBITMQ_DIST_PORT (derived from $port) is in use; pick another PORT or set RABBITMQ_DIST_PORT"
 	cp "$CONFIG"/* "$dir/conf/"
 	chmod 700 "$dir/home"
 	# $! is rabbitmq-server's shell, which runs beam.smp as its child and turns SIGTERM into a clean stop.
@@ -107,52 +99,26 @@ start() {
 	(cd "$dir" && exec nohup "$RABBIT_BIN/rabbitmq-server" >"$out" 2>&1 </dev/null) &
 	echo $! >"$dir/rabbitmq.pid"
 	echo "$ERL_EPMD_PORT" >"$dir/epmd.port"
-	local deadline=$((SECONDS + RABBITMQ_START_TIMEOUT))
-	while ((SECONDS < deadline)); do
-		if ! alive "$dir"; then
-			tail -n 20 "$out" >&2 || true
-			stop "$dir" >/dev/null 2>&1 || true # our epmd
-			die "start: the node exited; log=$log (startup output: $out)"
-		fi
-		amqp_ok "$port" 2>/dev/null && break
-		sleep 0.2
-	done
-	if ((SECONDS >= deadline)); then
-		stop "$dir" >/dev/null 2>&1 || true
-		die "start: no AMQP answer on port $port within ${RABBITMQ_START_TIMEOUT}s; log=$log (startup output: $out)"
-	fi
-	echo "log=$log"
-	echo "data=$data"
+	await_start "$dir" "$dir/rabbitmq.pid" "$RABBITMQ_START_TIMEOUT" "$out" node \
+		"log=$log (startup output: $out)" "no AMQP answer on port $port" amqp_ok "$port"
+	started "log=$log" "data=$data"
 }
 
+# ours DIR PID succeeds when PID is still the node of DIR: rabbitmq-server's shell (parent of beam.smp)
+# with DIR's environment.
+ours() { environ "$2" | grep -qxF "RABBITMQ_MNESIA_BASE=$1/mnesia"; }
+
 stop() {
-	local dir=$1 pid
-	[[ -f $dir/rabbitmq.pid ]] || { echo "rabbitmq.sh: nothing to stop in $dir" >&2; return 0; }
-	pid=$(cat "$dir/rabbitmq.pid")
-	# Only our own node: the pid (rabbitmq-server's shell, parent of beam.smp) must still have this DIR's
-	# environment.
-	if kill -0 "$pid" 2>/dev/null && tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "RABBITMQ_MNESIA_BASE=$dir/mnesia"; then
-		kill "$pid" 2>/dev/null || true # SIGTERM: rabbitmq-server stops the node cleanly and waits for it
-		for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		if kill -0 "$pid" 2>/dev/null; then
-			echo "rabbitmq.sh: node $pid did not stop within 30s, killing it" >&2
-			kill -9 "$pid" 2>/dev/null || true
-			for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		fi
-	fi
+	local dir=$1
+	pidfile_present "$dir/rabbitmq.pid" || return 0
+	# SIGTERM: rabbitmq-server stops the node cleanly and waits for it.
+	stop_process "$dir/rabbitmq.pid" node 30 ours "$dir"
 	# Our epmd (on the port recorded by start) has no node left to serve.
 	local epmd_port
 	epmd_port=$(cat "$dir/epmd.port" 2>/dev/null || echo "")
 	if [[ -n $epmd_port ]]; then
 		ERL_EPMD_PORT=$epmd_port epmd -port "$epmd_port" -kill >/dev/null 2>&1 || true
 	fi
-	rm -f "$dir/rabbitmq.pid"
 }
 
-cmd=${1:-}
-case $cmd in
-start) [[ $# -eq 3 ]] || die "usage: start DIR PORT"; start "$2" "$3" ;;
-stop) [[ $# -eq 2 ]] || die "usage: stop DIR"; stop "$(cd "$2" 2>/dev/null && pwd || echo "$2")" ;;
-version) version ;;
-*) die "usage: $0 start DIR PORT | stop DIR | version" ;;
-esac
+service_main "$@"

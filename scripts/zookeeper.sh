@@ -19,50 +19,48 @@ ZK_START_TIMEOUT=${ZK_START_TIMEOUT:-60}
 ZK_HEAP=${ZK_HEAP:-256m}
 JAVA=${JAVA:-java}
 ZK_JAR=/usr/share/java/zookeeper.jar
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 
-die() { echo "zookeeper.sh: $*" >&2; exit 1; }
+installed() { [[ -f $ZK_JAR ]] && command -v "$JAVA" >/dev/null; }
 
 # install makes sure the Debian package is there (a fresh CI machine has none of it).
-install() {
-	if [[ -f $ZK_JAR ]] && command -v "$JAVA" >/dev/null; then return; fi
-	local sudo=""
-	[[ $(id -u) -eq 0 ]] || sudo="sudo"
-	# Tests start several servers at once: one installs, the others wait for it on the lock.
-	if command -v flock >/dev/null; then
-		exec 4>"${TMPDIR:-/tmp}/zookeeper-sh-install.lock"
-		flock 4
-	fi
-	if [[ ! -f $ZK_JAR ]] || ! command -v "$JAVA" >/dev/null; then
-		echo "zookeeper.sh: installing zookeeperd" >&2
-		$sudo apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq zookeeperd >&2
-	fi
-	[[ -f $ZK_JAR ]] || die "zookeeperd installed but $ZK_JAR is missing"
-	if command -v flock >/dev/null; then exec 4>&-; fi
-}
+install() { need_package zookeeperd installed; }
 
 # fourletter PORT WORD prints the server's answer to a four-letter word, or fails.
 fourletter() {
 	local port=$1 word=$2 out=""
 	exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
-	printf '%s' "$word" >&3
+	nopipe printf '%s' "$word" >&3
 	# The answer has no trailing newline ("imok"): read to EOF, which the server sends after answering.
 	IFS= read -r -d '' -t 5 out <&3 || true
 	exec 3<&- 3>&-
 	printf '%s\n' "$out"
 }
 
-alive() { [[ -f $1/zookeeper.pid ]] && kill -0 "$(cat "$1/zookeeper.pid")" 2>/dev/null; }
+# serving PORT ID succeeds when the server answers: a standalone one (no ID) must be serving, an ensemble
+# member only up (it serves once a quorum is up).
+serving() {
+	local out
+	if [[ -z $2 ]]; then
+		out=$(fourletter "$1" srvr 2>/dev/null || true)
+		[[ $out == *"Mode: standalone"* ]]
+	else
+		out=$(fourletter "$1" ruok 2>/dev/null || true)
+		[[ $out == imok* ]]
+	fi
+}
 
 start() {
 	local dir=$1 port=$2 id=${3:-} servers=${4:-}
-	[[ $port =~ ^[0-9]+$ ]] || die "start: bad port '$port'"
+	check_port "$port"
 	install
 	mkdir -p "$dir/data"
 	dir=$(cd "$dir" && pwd)
 	local log=$dir/zookeeper.log cfg=$dir/zoo.cfg
-	if alive "$dir"; then die "start: a server from $dir is already running (pid $(cat "$dir/zookeeper.pid"))"; fi
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then die "start: port $port is already in use"; fi
+	refuse_running "$dir/zookeeper.pid" server
+	if port_in_use "$port"; then die "start: port $port is already in use"; fi
 	{
 		echo "# written by scripts/zookeeper.sh"
 		echo "tickTime=$ZK_TICK_MS"
@@ -113,41 +111,17 @@ start() {
 		-Dorg.slf4j.simpleLogger.showDateTime=true -cp "$cp" \
 		org.apache.zookeeper.server.quorum.QuorumPeerMain "$cfg" >"$log" 2>&1 </dev/null &
 	echo $! >"$dir/zookeeper.pid"
-	# A standalone server must be serving; an ensemble member only up (it serves once a quorum is up).
-	local deadline=$((SECONDS + ZK_START_TIMEOUT)) out
-	while ((SECONDS < deadline)); do
-		if ! alive "$dir"; then
-			tail -n 20 "$log" >&2 || true
-			die "start: the server exited; log=$log"
-		fi
-		if [[ -z $id ]]; then
-			out=$(fourletter "$port" srvr 2>/dev/null || true)
-			[[ $out == *"Mode: standalone"* ]] && break
-		else
-			out=$(fourletter "$port" ruok 2>/dev/null || true)
-			[[ $out == imok* ]] && break
-		fi
-		sleep 0.2
-	done
-	if ((SECONDS >= deadline)); then
-		stop "$dir" >/dev/null 2>&1 || true
-		die "start: no answer on port $port within ${ZK_START_TIMEOUT}s; log=$log"
-	fi
-	echo "log=$log"
-	[[ -n $id ]] || echo "connect=127.0.0.1:$port"
+	await_start "$dir" "$dir/zookeeper.pid" "$ZK_START_TIMEOUT" "$log" server "log=$log" "no answer on port $port" \
+		serving "$port" "$id"
+	started "log=$log"
+	[[ -n $id ]] || started "connect=127.0.0.1:$port"
 }
 
+# ours DIR PID succeeds when PID is still the server of DIR: a QuorumPeerMain reading DIR's zoo.cfg.
+ours() { cmdline "$2" | grep -q "QuorumPeerMain.*$1"; }
+
 stop() {
-	local dir=$1 pid
-	[[ -f $dir/zookeeper.pid ]] || { echo "zookeeper.sh: nothing to stop in $dir" >&2; return 0; }
-	pid=$(cat "$dir/zookeeper.pid")
-	# Only our own server: the pid must still be a QuorumPeerMain reading this DIR's zoo.cfg.
-	if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "QuorumPeerMain.*$dir"; then
-		kill "$pid" 2>/dev/null || true
-		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$pid" 2>/dev/null || true
-	fi
-	rm -f "$dir/zookeeper.pid"
+	stop_process "$1/zookeeper.pid" server 10 ours "$1"
 }
 
 ensemble() { # ensemble BASEPORT prints SERVERS
@@ -175,12 +149,12 @@ ensemble_start() {
 cmd=${1:-}
 case $cmd in
 start) [[ $# -eq 3 || $# -eq 5 ]] || die "usage: start DIR PORT [ID SERVERS]"; start "$2" "$3" "${4:-}" "${5:-}" ;;
-stop) [[ $# -eq 2 ]] || die "usage: stop DIR"; stop "$(cd "$2" 2>/dev/null && pwd || echo "$2")" ;;
+stop) [[ $# -eq 2 ]] || die "usage: stop DIR"; stop "$(abs_dir "$2")" ;;
 status) [[ $# -eq 3 ]] || die "usage: status DIR PORT"; fourletter "$3" srvr ;;
 ensemble-start) [[ $# -eq 3 ]] || die "usage: ensemble-start DIR BASEPORT"; ensemble_start "$2" "$3" ;;
 ensemble-stop)
 	[[ $# -eq 2 ]] || die "usage: ensemble-stop DIR"
-	for i in 1 2 3; do stop "$(cd "$2/$i" 2>/dev/null && pwd || echo "$2/$i")"; done
+	for i in 1 2 3; do stop "$(abs_dir "$2/$i")"; done
 	;;
 *) die "usage: $0 start DIR PORT [ID SERVERS] | stop DIR | status DIR PORT | ensemble-start DIR BASEPORT | ensemble-stop DIR" ;;
 esac

@@ -18,13 +18,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"kafkarepro/compare"
@@ -41,9 +37,8 @@ var ErrSpec = errors.New("activemq: bad spec")
 // System is a connection point to one ActiveMQ broker. Produce and Consume each open their own STOMP
 // connection.
 type System struct {
-	ep     compare.Endpoint
-	addr   string
-	server string // CONNECTED's server header, e.g. "ActiveMQ/5.17.2"
+	remote compare.Remote // names the broker and its log in errors
+	server string         // CONNECTED's server header, e.g. "ActiveMQ/5.17.2"
 	// IdleTimeout fails a Produce or Consume when the broker sends nothing for this long (a hung broker;
 	// a killed one resets the connection at once). Default 2 minutes.
 	IdleTimeout time.Duration
@@ -53,33 +48,18 @@ var _ compare.System = (*System)(nil)
 
 // New checks that the broker at ep answers STOMP and returns its adapter.
 func New(ep compare.Endpoint) (*System, error) {
-	host := ep.Host
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	s := &System{ep: ep, addr: net.JoinHostPort(host, strconv.Itoa(ep.Port)), IdleTimeout: 2 * time.Minute}
+	s := &System{remote: compare.NewRemote("activemq", "broker", ep), IdleTimeout: 2 * time.Minute}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := stomp.Dial(ctx, s.addr, stomp.Options{})
+	c, err := stomp.Dial(ctx, s.remote.Addr, stomp.Options{})
 	if err != nil {
-		return nil, s.wrap("connect", err)
+		return nil, s.remote.Wrap("connect", err)
 	}
 	s.server = c.Server()
 	if err := c.Disconnect(10 * time.Second); err != nil {
-		return nil, s.wrap("disconnect", err)
+		return nil, s.remote.Wrap("disconnect", err)
 	}
 	return s, nil
-}
-
-// wrap names the broker and its log in an error.
-func (s *System) wrap(what string, err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		err = fmt.Errorf("the broker closed the connection (stopped or crashed?): %w", err)
-	}
-	if s.ep.LogPath != "" {
-		return fmt.Errorf("activemq: %s at %s: %w (server log %s)", what, s.addr, err, s.ep.LogPath)
-	}
-	return fmt.Errorf("activemq: %s at %s: %w", what, s.addr, err)
 }
 
 // Name implements compare.System.
@@ -87,7 +67,7 @@ func (s *System) Name() string { return "activemq" }
 
 // Settings implements compare.System.
 func (s *System) Settings() map[string]string {
-	version := s.ep.Version
+	version := s.remote.Endpoint.Version
 	if v, ok := strings.CutPrefix(s.server, "ActiveMQ/"); ok {
 		version = v
 	}
@@ -108,36 +88,36 @@ func (s *System) Settings() map[string]string {
 	}
 }
 
-// payload is one message body of size bytes, reused for every message.
-func payload(size int) []byte {
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = 'a' + byte(i%26)
+// connect opens the STOMP connection of one test; ending ctx closes it, which is how a cancelled test
+// stops waiting for the broker. done closes it and stops watching ctx.
+func (s *System) connect(ctx context.Context, test string) (c *stomp.Conn, done func(), err error) {
+	c, err = stomp.Dial(ctx, s.remote.Addr, stomp.Options{})
+	if err != nil {
+		return nil, nil, s.remote.Wrap(test+": connect", err)
 	}
-	return b
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	return c, func() { stop(); c.Close() }, nil
 }
 
 // Produce implements compare.System: spec.Messages persistent SENDs of spec.MessageSize bytes to
 // /queue/<Topic>, the last one with a receipt.
 func (s *System) Produce(ctx context.Context, spec compare.ProduceSpec) (compare.Result, error) {
-	if spec.Messages <= 0 || spec.MessageSize < 0 || spec.Topic == "" {
-		return compare.Result{}, fmt.Errorf("%w: produce %d messages of %d bytes to topic %q", ErrSpec, spec.Messages, spec.MessageSize, spec.Topic)
+	if err := compare.CheckProduce(ErrSpec, spec); err != nil {
+		return compare.Result{}, err
 	}
-	c, err := stomp.Dial(ctx, s.addr, stomp.Options{})
+	c, done, err := s.connect(ctx, "produce")
 	if err != nil {
-		return compare.Result{}, s.wrap("produce: connect", err)
+		return compare.Result{}, err
 	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
+	defer done()
 
 	batch := max(spec.Batch, 1)
 	send := stomp.Frame{Command: stomp.CmdSend, Headers: []stomp.Header{
 		{Key: stomp.HdrDestination, Value: "/queue/" + spec.Topic},
 		{Key: stomp.HdrPersistent, Value: "true"},
-	}, Body: payload(spec.MessageSize)}
+	}, Body: compare.Payload(spec.MessageSize)}
 	const receipt = "produced"
-	start := time.Now()
+	run := s.remote.BeginProduce(ctx, "/queue/"+spec.Topic, spec)
 	for i := range spec.Messages {
 		last := i == spec.Messages-1
 		if last {
@@ -146,67 +126,43 @@ func (s *System) Produce(ctx context.Context, spec compare.ProduceSpec) (compare
 		c.Buffer(&send)
 		if last || (i+1)%batch == 0 {
 			if err := c.Flush(); err != nil {
-				return s.partial(ctx, spec, i, start, "produce", err)
+				return run.Fail(err)
 			}
 		}
-		if spec.Sent != nil {
-			spec.Sent.Add(1)
-		}
+		run.Add()
 	}
 	// §5: the producer's time runs until the broker holds every message. ActiveMQ handles one
 	// connection's frames in order, so the receipt of the last SEND comes after all are stored.
 	_ = c.NetConn().SetReadDeadline(time.Now().Add(s.IdleTimeout))
 	if err := c.AwaitReceipt(receipt); err != nil {
-		return s.partial(ctx, spec, spec.Messages, start, "produce", err)
+		return run.Fail(err)
 	}
-	elapsed := time.Since(start)
+	r := run.Result()
 	_ = c.Disconnect(10 * time.Second)
-	n := int64(spec.Messages)
-	return compare.Result{Messages: n, Bytes: n * int64(spec.MessageSize), Elapsed: elapsed}, nil
-}
-
-// partial reports how far a test got before it failed.
-func (s *System) partial(ctx context.Context, spec compare.ProduceSpec, done int, start time.Time, what string, err error) (compare.Result, error) {
-	if ctx.Err() != nil {
-		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-	}
-	r := compare.Result{Messages: int64(done), Bytes: int64(done) * int64(spec.MessageSize), Elapsed: time.Since(start)}
-	return r, s.wrap(fmt.Sprintf("%s to /queue/%s failed after %d of %d messages", what, spec.Topic, done, spec.Messages), err)
+	return r, nil
 }
 
 // Consume implements compare.System: one ack:auto subscription to /queue/<Topic> with a prefetch of
 // spec.PrefetchMessages (default 1000), until spec.Messages messages have arrived.
 func (s *System) Consume(ctx context.Context, spec compare.ConsumeSpec) (compare.Result, error) {
-	if spec.Messages <= 0 || spec.Topic == "" {
-		return compare.Result{}, fmt.Errorf("%w: consume %d messages from topic %q", ErrSpec, spec.Messages, spec.Topic)
-	}
-	prefetch := spec.PrefetchMessages
-	if prefetch <= 0 {
-		prefetch = DefaultPrefetch
-	}
-	c, err := stomp.Dial(ctx, s.addr, stomp.Options{})
+	prefetch, err := compare.CheckConsume(ErrSpec, spec, DefaultPrefetch)
 	if err != nil {
-		return compare.Result{}, s.wrap("consume: connect", err)
+		return compare.Result{}, err
 	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
+	c, done, err := s.connect(ctx, "consume")
+	if err != nil {
+		return compare.Result{}, err
+	}
+	defer done()
 
-	start := time.Now()
-	var got int64
-	fail := func(err error) (compare.Result, error) {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-		}
-		r := compare.Result{Messages: got, Bytes: got * int64(spec.MessageSize), Elapsed: time.Since(start)}
-		return r, s.wrap(fmt.Sprintf("consume from /queue/%s failed after %d of %d messages", spec.Topic, got, spec.Messages), err)
-	}
+	run := s.remote.BeginConsume(ctx, "/queue/"+spec.Topic, spec)
 	if err := c.Subscribe("0", "/queue/"+spec.Topic, "auto",
 		stomp.Header{Key: stomp.HdrActiveMQPrefetch, Value: strconv.Itoa(prefetch)}); err != nil {
-		return fail(err)
+		return run.Fail(err)
 	}
+	// The no-progress watchdog is the connection's read deadline, renewed before every frame.
 	nc := c.NetConn()
-	for got < int64(spec.Messages) {
+	for !run.Complete() {
 		_ = nc.SetReadDeadline(time.Now().Add(s.IdleTimeout))
 		f, err := c.ReadFrame()
 		if err != nil {
@@ -214,36 +170,25 @@ func (s *System) Consume(ctx context.Context, spec compare.ConsumeSpec) (compare
 			if errors.As(err, &ne) && ne.Timeout() {
 				err = fmt.Errorf("no message for %v: %w", s.IdleTimeout, err)
 			}
-			return fail(err)
+			return run.Fail(err)
 		}
 		if f.Command != stomp.CmdMessage {
 			continue // e.g. a RECEIPT
 		}
-		if spec.MessageSize > 0 && len(f.Body) != spec.MessageSize {
-			return fail(fmt.Errorf("message %d has %d bytes, want %d", got, len(f.Body), spec.MessageSize))
-		}
-		got++
-		if spec.Received != nil {
-			spec.Received.Add(1)
+		if err := run.Received(len(f.Body)); err != nil {
+			return run.Fail(err)
 		}
 	}
-	elapsed := time.Since(start)
+	r := run.Result()
 	_ = c.Unsubscribe("0")
 	_ = c.Disconnect(5 * time.Second)
-	return compare.Result{Messages: got, Bytes: got * int64(spec.MessageSize), Elapsed: elapsed}, nil
+	return r, nil
 }
 
 // DiskBytes implements compare.System: the space of the KahaDB directory (DataDir/kahadb, or DataDir
 // itself when it is the KahaDB directory).
 func (s *System) DiskBytes() (int64, error) {
-	if s.ep.DataDir == "" {
-		return 0, fmt.Errorf("activemq: disk bytes: the endpoint has no data directory on this host")
-	}
-	dir := filepath.Join(s.ep.DataDir, "kahadb")
-	if _, err := os.Stat(dir); err != nil {
-		dir = s.ep.DataDir
-	}
-	return localsvc.DiskUsage(dir)
+	return s.remote.DiskUsage("kahadb", localsvc.DiskUsage)
 }
 
 // Close implements compare.System; the adapter holds no connection between tests.

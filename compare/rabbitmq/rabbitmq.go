@@ -17,12 +17,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -39,7 +35,7 @@ var ErrSpec = errors.New("rabbitmq: bad spec")
 
 // System is a connection point to one RabbitMQ node. Produce and Consume each open their own connection.
 type System struct {
-	ep      compare.Endpoint
+	remote  compare.Remote // names the node and its log in errors
 	url     string
 	version string // the server's "version" property
 	// IdleTimeout fails a Produce (waiting for the queue depth) or a Consume when nothing progresses for
@@ -52,21 +48,18 @@ var _ compare.System = (*System)(nil)
 // New checks that the node at ep answers AMQP (as guest/guest on the default vhost) and returns its
 // adapter.
 func New(ep compare.Endpoint) (*System, error) {
-	host := ep.Host
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	u := url.URL{Scheme: "amqp", User: url.UserPassword("guest", "guest"), Host: net.JoinHostPort(host, strconv.Itoa(ep.Port)), Path: "/"}
-	s := &System{ep: ep, url: u.String(), IdleTimeout: 2 * time.Minute}
+	remote := compare.NewRemote("rabbitmq", "node", ep)
+	u := url.URL{Scheme: "amqp", User: url.UserPassword("guest", "guest"), Host: remote.Addr, Path: "/"}
+	s := &System{remote: remote, url: u.String(), IdleTimeout: 2 * time.Minute}
 	conn, err := s.dial()
 	if err != nil {
-		return nil, s.wrap("connect", err)
+		return nil, s.remote.Wrap("connect", err)
 	}
 	if v, ok := conn.Properties["version"].(string); ok {
 		s.version = v
 	}
 	if err := conn.Close(); err != nil {
-		return nil, s.wrap("close", err)
+		return nil, s.remote.Wrap("close", err)
 	}
 	return s, nil
 }
@@ -79,15 +72,6 @@ func (s *System) dial() (*amqp.Connection, error) {
 	})
 }
 
-// wrap names the node and its log in an error.
-func (s *System) wrap(what string, err error) error {
-	addr := net.JoinHostPort(s.ep.Host, strconv.Itoa(s.ep.Port))
-	if s.ep.LogPath != "" {
-		return fmt.Errorf("rabbitmq: %s at %s: %w (server log %s)", what, addr, err, s.ep.LogPath)
-	}
-	return fmt.Errorf("rabbitmq: %s at %s: %w", what, addr, err)
-}
-
 // Name implements compare.System.
 func (s *System) Name() string { return "rabbitmq" }
 
@@ -95,7 +79,7 @@ func (s *System) Name() string { return "rabbitmq" }
 func (s *System) Settings() map[string]string {
 	version := s.version
 	if version == "" {
-		version = s.ep.Version
+		version = s.remote.Endpoint.Version
 	}
 	return map[string]string{
 		"system":           "RabbitMQ",
@@ -126,78 +110,71 @@ func clientVersion() string {
 	return "(version unknown)"
 }
 
-// payload is one message body of size bytes, reused for every message.
-func payload(size int) []byte {
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = 'a' + byte(i%26)
+// connect opens the connection and channel of one test; closed reports why the connection closed.
+func (s *System) connect(test string) (conn *amqp.Connection, ch *amqp.Channel, closed chan *amqp.Error, err error) {
+	if conn, err = s.dial(); err != nil {
+		return nil, nil, nil, s.remote.Wrap(test+": connect", err)
 	}
-	return b
+	closed = conn.NotifyClose(make(chan *amqp.Error, 1))
+	if ch, err = conn.Channel(); err != nil {
+		conn.Close()
+		return nil, nil, nil, s.remote.Wrap(test+": open channel", err)
+	}
+	return conn, ch, closed, nil
 }
 
 // Produce implements compare.System: spec.Messages persistent publishes of spec.MessageSize bytes to the
 // durable queue spec.Topic, then a wait until the queue holds them all.
 func (s *System) Produce(ctx context.Context, spec compare.ProduceSpec) (compare.Result, error) {
-	if spec.Messages <= 0 || spec.MessageSize < 0 || spec.Topic == "" {
-		return compare.Result{}, fmt.Errorf("%w: produce %d messages of %d bytes to topic %q", ErrSpec, spec.Messages, spec.MessageSize, spec.Topic)
+	if err := compare.CheckProduce(ErrSpec, spec); err != nil {
+		return compare.Result{}, err
 	}
-	conn, err := s.dial()
+	conn, ch, closed, err := s.connect("produce")
 	if err != nil {
-		return compare.Result{}, s.wrap("produce: connect", err)
+		return compare.Result{}, err
 	}
 	defer conn.Close()
-	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	ch, err := conn.Channel()
-	if err != nil {
-		return compare.Result{}, s.wrap("produce: open channel", err)
-	}
 	q, err := ch.QueueDeclare(spec.Topic, true, false, false, false, nil)
 	if err != nil {
-		return compare.Result{}, s.wrap(fmt.Sprintf("produce: declare durable queue %q", spec.Topic), err)
+		return compare.Result{}, s.remote.Wrap(fmt.Sprintf("produce: declare durable queue %q", spec.Topic), err)
 	}
 	target := q.Messages + spec.Messages
 
-	msg := amqp.Publishing{DeliveryMode: amqp.Persistent, Body: payload(spec.MessageSize)}
-	start := time.Now()
-	fail := func(done int, err error) (compare.Result, error) {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-		} else if reason := lost(closed); reason != nil {
-			err = fmt.Errorf("connection lost: %w (%v)", reason, err)
+	msg := amqp.Publishing{DeliveryMode: amqp.Persistent, Body: compare.Payload(spec.MessageSize)}
+	run := s.remote.BeginProduce(ctx, fmt.Sprintf("queue %q", spec.Topic), spec)
+	fail := func(err error) (compare.Result, error) {
+		if ctx.Err() == nil {
+			if reason := lost(closed); reason != nil {
+				err = fmt.Errorf("connection lost: %w (%v)", reason, err)
+			}
 		}
-		r := compare.Result{Messages: int64(done), Bytes: int64(done) * int64(spec.MessageSize), Elapsed: time.Since(start)}
-		return r, s.wrap(fmt.Sprintf("produce to queue %q failed after %d of %d messages", spec.Topic, done, spec.Messages), err)
+		return run.Fail(err)
 	}
-	for i := range spec.Messages {
+	for range spec.Messages {
 		if err := ch.Publish("", spec.Topic, false, false, msg); err != nil {
-			return fail(i, err)
+			return fail(err)
 		}
-		if spec.Sent != nil {
-			spec.Sent.Add(1)
-		}
+		run.Add()
 	}
-	// §5: the producer's time runs until the broker holds every message.
-	last, lastChange := -1, time.Now()
+	// §5: the producer's time runs until the broker holds every message: poll the queue depth, and give
+	// up when it stops growing.
+	watch := compare.NewWatchdog(s.IdleTimeout)
 	for {
 		q, err := ch.QueueDeclarePassive(spec.Topic, true, false, false, false, nil)
 		if err != nil {
-			return fail(spec.Messages, fmt.Errorf("reading the queue depth: %w", err))
+			return fail(fmt.Errorf("reading the queue depth: %w", err))
 		}
 		if q.Messages >= target {
 			break
 		}
-		if q.Messages != last {
-			last, lastChange = q.Messages, time.Now()
-		} else if time.Since(lastChange) > s.IdleTimeout {
-			return fail(spec.Messages, fmt.Errorf("queue depth stuck at %d of %d for %v", q.Messages, target, s.IdleTimeout))
+		if watch.Stalled(int64(q.Messages)) {
+			return fail(fmt.Errorf("queue depth stuck at %d of %d for %v", q.Messages, target, s.IdleTimeout))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	elapsed := time.Since(start)
-	n := int64(spec.Messages)
-	return compare.Result{Messages: n, Bytes: n * int64(spec.MessageSize), Elapsed: elapsed}, nil
+	return run.Result(), nil
 }
 
 // lost returns why the connection closed, waiting up to a second for amqp091-go to report it, or nil.
@@ -215,83 +192,53 @@ func lost(closed <-chan *amqp.Error) error {
 // Consume implements compare.System: one no-ack consumer on queue spec.Topic with basic.qos prefetch
 // spec.PrefetchMessages (default 1000), until spec.Messages messages have arrived.
 func (s *System) Consume(ctx context.Context, spec compare.ConsumeSpec) (compare.Result, error) {
-	if spec.Messages <= 0 || spec.Topic == "" {
-		return compare.Result{}, fmt.Errorf("%w: consume %d messages from topic %q", ErrSpec, spec.Messages, spec.Topic)
-	}
-	prefetch := spec.PrefetchMessages
-	if prefetch <= 0 {
-		prefetch = DefaultPrefetch
-	}
-	conn, err := s.dial()
+	prefetch, err := compare.CheckConsume(ErrSpec, spec, DefaultPrefetch)
 	if err != nil {
-		return compare.Result{}, s.wrap("consume: connect", err)
+		return compare.Result{}, err
+	}
+	conn, ch, closed, err := s.connect("consume")
+	if err != nil {
+		return compare.Result{}, err
 	}
 	defer conn.Close()
-	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
-	ch, err := conn.Channel()
-	if err != nil {
-		return compare.Result{}, s.wrap("consume: open channel", err)
-	}
 	if err := ch.Qos(prefetch, 0, false); err != nil {
-		return compare.Result{}, s.wrap(fmt.Sprintf("consume: basic.qos %d", prefetch), err)
+		return compare.Result{}, s.remote.Wrap(fmt.Sprintf("consume: basic.qos %d", prefetch), err)
 	}
-	start := time.Now()
+	run := s.remote.BeginConsume(ctx, fmt.Sprintf("queue %q", spec.Topic), spec)
 	deliveries, err := ch.Consume(spec.Topic, "", true, false, false, false, nil)
 	if err != nil {
-		return compare.Result{}, s.wrap(fmt.Sprintf("consume: basic.consume on queue %q", spec.Topic), err)
-	}
-	var got int64
-	fail := func(err error) (compare.Result, error) {
-		r := compare.Result{Messages: got, Bytes: got * int64(spec.MessageSize), Elapsed: time.Since(start)}
-		return r, s.wrap(fmt.Sprintf("consume from queue %q failed after %d of %d messages", spec.Topic, got, spec.Messages), err)
+		return compare.Result{}, s.remote.Wrap(fmt.Sprintf("consume: basic.consume on queue %q", spec.Topic), err)
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var atTick int64
-	var idle time.Duration
-	for got < int64(spec.Messages) {
+	watch := compare.NewWatchdog(s.IdleTimeout)
+	for !run.Complete() {
 		select {
 		case d, ok := <-deliveries:
 			if !ok {
 				if reason := lost(closed); reason != nil {
-					return fail(fmt.Errorf("connection lost: %w", reason))
+					return run.Fail(fmt.Errorf("connection lost: %w", reason))
 				}
-				return fail(errors.New("the node closed the delivery stream (connection lost)"))
+				return run.Fail(errors.New("the node closed the delivery stream (connection lost)"))
 			}
-			if spec.MessageSize > 0 && len(d.Body) != spec.MessageSize {
-				return fail(fmt.Errorf("message %d has %d bytes, want %d", got, len(d.Body), spec.MessageSize))
-			}
-			got++
-			if spec.Received != nil {
-				spec.Received.Add(1)
+			if err := run.Received(len(d.Body)); err != nil {
+				return run.Fail(err)
 			}
 		case <-tick.C:
-			if got != atTick {
-				atTick, idle = got, 0
-				continue
-			}
-			if idle += time.Second; idle >= s.IdleTimeout {
-				return fail(fmt.Errorf("no message for %v", s.IdleTimeout))
+			if watch.Stalled(run.Done()) {
+				return run.Fail(fmt.Errorf("no message for %v", s.IdleTimeout))
 			}
 		case <-ctx.Done():
-			return fail(ctx.Err())
+			return run.Fail(ctx.Err())
 		}
 	}
-	elapsed := time.Since(start)
-	return compare.Result{Messages: got, Bytes: got * int64(spec.MessageSize), Elapsed: elapsed}, nil
+	return run.Result(), nil
 }
 
 // DiskBytes implements compare.System: the space of the node's message stores (DataDir/msg_stores, or
 // DataDir itself when it has none).
 func (s *System) DiskBytes() (int64, error) {
-	if s.ep.DataDir == "" {
-		return 0, fmt.Errorf("rabbitmq: disk bytes: the endpoint has no data directory on this host")
-	}
-	dir := filepath.Join(s.ep.DataDir, "msg_stores")
-	if _, err := os.Stat(dir); err != nil {
-		dir = s.ep.DataDir
-	}
-	return localsvc.DiskUsage(dir)
+	return s.remote.DiskUsage("msg_stores", localsvc.DiskUsage)
 }
 
 // Close implements compare.System; the adapter holds no connection between tests.
