@@ -16,8 +16,7 @@ import (
 )
 
 // TestIntegration_Tutorial runs the README's tutorial as written: the ```sh blocks between the markers
-// <!-- tutorial:start --> and <!-- tutorial:end --> (or, if README.md has none there, those of
-// docs/tutorial.md), in order, in one bash, from the repository root, with a freshly built `kafka` first on
+// <!-- tutorial:start --> and <!-- tutorial:end -->, in order, in one bash, from the repository root, with a freshly built `kafka` first on
 // PATH. ```bash blocks are the one-time setup a reader does by hand (building the command) and are not run.
 // The tutorial reads its ports and directory from ZK_PORT, KAFKA_PORT and KAFKA_TUTORIAL, which the test points
 // at free ports and a temporary directory. It then checks that the consumers printed what the producers sent
@@ -89,27 +88,25 @@ func TestIntegration_Tutorial(t *testing.T) {
 	}
 }
 
-// tutorialBlocks returns the ```sh blocks (to run) and the lines of the ```text blocks (expected output).
+// tutorialBlocks returns the ```sh blocks (to run) and the lines of the ```text blocks (expected output)
+// between the README's tutorial markers.
 func tutorialBlocks(t *testing.T, root string) (sh []string, text []string, source string) {
 	t.Helper()
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err == nil {
-		s := string(readme)
-		start := strings.Index(s, "<!-- tutorial:start -->")
-		end := strings.Index(s, "<!-- tutorial:end -->")
-		if start >= 0 && end > start {
-			sh, text = fences(s[start:end])
-			if len(sh) > 0 {
-				return sh, text, "README.md"
-			}
-		}
-	}
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "tutorial.md"))
 	if err != nil {
-		t.Fatalf("no tutorial between the README.md markers and no docs/tutorial.md: %v", err)
+		t.Fatalf("read the tutorial: %v", err)
 	}
-	sh, text = fences(string(doc))
-	return sh, text, "docs/tutorial.md"
+	s := string(readme)
+	start := strings.Index(s, "<!-- tutorial:start -->")
+	end := strings.Index(s, "<!-- tutorial:end -->")
+	if start < 0 || end < start {
+		t.Fatalf("README.md has no tutorial between <!-- tutorial:start --> and <!-- tutorial:end -->")
+	}
+	sh, text = fences(s[start:end])
+	if len(sh) == 0 {
+		t.Fatalf("README.md's tutorial has no ```sh blocks")
+	}
+	return sh, text, "README.md"
 }
 
 // fences extracts the bodies of ```sh blocks and the non-empty lines of ```text blocks.
