@@ -2,8 +2,9 @@ package consumer
 
 import (
 	"bufio"
-	"context"
 	"fmt"
+	"kafkarepro/kafka/broker/brokertest"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,6 @@ import (
 	"kafkarepro/kafka/broker"
 	"kafkarepro/kafka/producer"
 	"kafkarepro/kafka/zk"
-	"kafkarepro/kafka/zk/zktest"
 )
 
 // Helpers of the integration tests: real ZooKeeper (zktest), in-process brokers registered in it, and group
@@ -35,23 +35,10 @@ type testBroker struct {
 // consumers see messages quickly (§3.1: only flushed messages are exposed).
 func startBroker(t *testing.T, zkc string, id int) *testBroker {
 	t.Helper()
-	port := zktest.FreePort(t)
-	cfg := broker.DefaultConfig()
-	cfg.BrokerID, cfg.Hostname, cfg.Port, cfg.LogDir = id, "127.0.0.1", port, t.TempDir()
-	cfg.NumPartitions = 4
-	cfg.FlushInterval, cfg.FlushIntervalMs = 1000, 20
-	reg, err := zk.NewBrokerRegistry(zkc, id, "127.0.0.1", port, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(cfg, broker.Options{Registrar: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go b.Serve(context.Background())
-	tb := &testBroker{id: id, port: port, b: b}
-	t.Cleanup(func() { b.Close() })
-	return tb
+	b := brokertest.StartZK(t, zkc, id, brokertest.Options{
+		NumPartitions: 4, FlushInterval: 1000, FlushIntervalMs: 20, SessionTimeout: 2 * time.Second,
+	})
+	return &testBroker{id: id, port: b.Addr().(*net.TCPAddr).Port, b: b}
 }
 
 // newProducer returns a sync producer over a static broker list.

@@ -1,8 +1,8 @@
 package producer_test
 
 import (
-	"context"
 	"fmt"
+	"kafkarepro/kafka/broker/brokertest"
 	"slices"
 	"strconv"
 	"testing"
@@ -20,26 +20,7 @@ import (
 // after every message (so a consumer sees everything at once).
 func startBroker(t *testing.T, connect string, id, numParts int) *broker.Broker {
 	t.Helper()
-	cfg := broker.DefaultConfig()
-	cfg.BrokerID, cfg.Hostname, cfg.Port = id, "127.0.0.1", zktest.FreePort(t)
-	cfg.LogDir = t.TempDir()
-	cfg.NumPartitions = numParts
-	cfg.FlushInterval = 1
-	cfg.EnableZooKeeper, cfg.ZKConnect = true, connect
-	reg, err := zk.NewBrokerRegistry(connect, id, cfg.Hostname, cfg.Port, 4*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(cfg, broker.Options{Registrar: reg})
-	if err != nil {
-		reg.Close()
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { b.Serve(ctx); close(served) }()
-	t.Cleanup(func() { cancel(); <-served; b.Close() })
-	return b
+	return brokertest.StartZK(t, connect, id, brokertest.Options{NumPartitions: numParts, FlushInterval: 1})
 }
 
 // waitPartitions waits until discovery shows want partitions for topic.

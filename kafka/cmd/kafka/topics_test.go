@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
+	"kafkarepro/kafka/broker/brokertest"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,24 +17,7 @@ import (
 // zkBroker runs an in-process broker registered in ZooKeeper with numParts partitions per topic.
 func zkBroker(t *testing.T, connect string, id, numParts int) *broker.Broker {
 	t.Helper()
-	cfg := broker.DefaultConfig()
-	cfg.BrokerID, cfg.Hostname, cfg.Port = id, "127.0.0.1", zktest.FreePort(t)
-	cfg.LogDir, cfg.NumPartitions, cfg.FlushInterval = t.TempDir(), numParts, 1
-	cfg.EnableZooKeeper, cfg.ZKConnect = true, connect
-	reg, err := zk.NewBrokerRegistry(connect, id, cfg.Hostname, cfg.Port, 4*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(cfg, broker.Options{Registrar: reg})
-	if err != nil {
-		reg.Close()
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { b.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; b.Close() })
-	return b
+	return brokertest.StartZK(t, connect, id, brokertest.Options{NumPartitions: numParts, FlushInterval: 1})
 }
 
 func runKafka(t *testing.T, args ...string) (string, string, int) {
