@@ -2,26 +2,33 @@
 # Installs what the tests and `make reproduce` need on a fresh Debian 12
 # machine: the ZooKeeper, ActiveMQ and RabbitMQ servers (the real ones the
 # paper's §5 compares against, and the coordination service of §3.2), and
-# debootstrap for building container images where none can be pulled.
-# Nothing is started here: each test or run starts its own servers.
+# debootstrap for building container images where none can be pulled; also
+# the tools the Makefile and scripts use that a minimal Debian may lack (make,
+# procps for pgrep, util-linux for flock).
+# Nothing is started here: each test or run starts its own servers. The
+# packages' postinst does not start the system-wide services either (see
+# apt_install in lib.sh: a policy-rc.d forbids it while apt-get runs).
 set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 pkgs=(zookeeperd activemq rabbitmq-server debootstrap)
+# Tools: package -> a command it provides.
+tools=(make:make procps:pgrep util-linux:flock)
+is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  is_installed "$p" || missing+=("$p")
+done
+for t in "${tools[@]}"; do
+  command -v "${t#*:}" >/dev/null || is_installed "${t%%:*}" || missing+=("${t%%:*}")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all present (${pkgs[*]})"
   exit 0
 fi
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 echo "install-deps: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The packages would start their services through init scripts where an init
-# system runs; our tests start their own instances on their own ports.
-for svc in zookeeper activemq rabbitmq-server; do
-  $SUDO service "$svc" stop >/dev/null 2>&1 || true
-done
+apt_lock
+apt_install "${missing[@]}" >/dev/null
+exec 4>&-
 echo "install-deps: done"

@@ -27,25 +27,76 @@ check_port() {
 # port_in_use PORT succeeds when something accepts connections on 127.0.0.1:PORT.
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# need_package PKG CHECK... installs the Debian package PKG with apt-get (as root, or through sudo) unless
-# the command CHECK... succeeds, and dies if CHECK... still fails after that. Tests start several servers
-# at once: one installs while the others wait on a lock, then find CHECK satisfied.
+# need_package PKG CHECK... installs the Debian package PKG (apt_install) unless the command CHECK...
+# succeeds, and dies if CHECK... still fails after that. Tests start several servers at once: one installs
+# while the others wait on a lock, then find CHECK satisfied.
 need_package() {
-	local pkg=$1 sudo="" rc=0
+	local pkg=$1 rc=0
 	shift
 	"$@" && return 0
-	[[ $(id -u) -eq 0 ]] || sudo="sudo"
-	if command -v flock >/dev/null; then
-		exec 4>"${TMPDIR:-/tmp}/kafkarepro-apt.lock"
-		flock 4
-	fi
+	apt_lock
 	if ! "$@"; then
 		echo "$SCRIPT: installing $pkg" >&2
-		{ $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq &&
-			$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$pkg" >&2; } || rc=$?
+		apt_install "$pkg" >&2 || rc=$?
 	fi
 	exec 4>&-
 	"$@" || die "could not install $pkg: apt-get status $rc, and the check '$*' still fails"
+}
+
+# apt_lock takes (on file descriptor 4, until it is closed) the lock that makes our installs one at a time.
+apt_lock() {
+	exec 4>"${TMPDIR:-/tmp}/kafkarepro-apt.lock"
+	if command -v flock >/dev/null; then flock 4; fi
+}
+
+# APT_POLICY is the policy-rc.d that apt_install puts in place while it installs, APT_POLICY_MARK its mark.
+APT_POLICY=/usr/sbin/policy-rc.d
+APT_POLICY_MARK="# kafkarepro: no service starts while installing"
+
+# apt_install PKG... installs the Debian packages PKG... (apt-get update, then install without recommends),
+# as root or through sudo, without letting their postinst start the system-wide services: a policy-rc.d
+# that forbids every start (exit 101, honoured by invoke-rc.d and deb-systemd-invoke) is in place while
+# apt-get runs, unless the machine has its own, and is removed afterwards, also when interrupted. Our tests
+# start their own servers on their own ports; the system-wide ones would only waste memory. Where the
+# machine's own policy-rc.d may have let them start, the services whose port was free before are stopped,
+# and so is an epmd on 4369 that was not there before. Fails with apt-get's status.
+apt_install() {
+	local sudo="" p before="" own=0
+	[[ $(id -u) -eq 0 ]] || sudo="sudo"
+	if [[ -n $sudo ]] && ! command -v sudo >/dev/null; then
+		echo "$SCRIPT: installing $* needs root or sudo" >&2
+		return 1
+	fi
+	for p in 2181 61616 5672 4369; do port_in_use "$p" && before="$before $p"; done
+	if [[ ! -e $APT_POLICY ]] || grep -qxF "$APT_POLICY_MARK" "$APT_POLICY" 2>/dev/null; then own=1; fi
+	(
+		if ((own)); then
+			trap "$sudo rm -f $APT_POLICY $APT_POLICY.kafkarepro" EXIT
+			trap 'exit 129' HUP
+			trap 'exit 130' INT
+			trap 'exit 143' TERM
+			printf '#!/bin/sh\n%s\nexit 101\n' "$APT_POLICY_MARK" | $sudo tee "$APT_POLICY.kafkarepro" >/dev/null &&
+				$sudo chmod 755 "$APT_POLICY.kafkarepro" && $sudo mv -f "$APT_POLICY.kafkarepro" "$APT_POLICY" || exit
+		fi
+		$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq || exit
+		$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+			--no-install-recommends "$@"
+	) || return
+	((own)) && return 0
+	for p in "2181 zookeeper" "61616 activemq" "5672 rabbitmq-server"; do
+		set -- $p
+		[[ " $before " != *" $1 "* && -x /etc/init.d/$2 ]] || continue
+		$sudo service "$2" stop >/dev/null 2>&1 || true
+		# zookeeper's init script will not stop a server it cannot see is its java (/proc/PID/exe is
+		# unreadable without CAP_SYS_PTRACE, as in containers); its pid file is enough here.
+		if [[ -f /run/$2/$2.pid ]] && command -v start-stop-daemon >/dev/null; then
+			$sudo start-stop-daemon --stop --quiet --retry=TERM/30/KILL/5 --pidfile "/run/$2/$2.pid" >/dev/null 2>&1 || true
+		fi
+	done
+	if [[ " $before " != *" 4369 "* ]] && port_in_use 4369 && command -v epmd >/dev/null; then
+		epmd -kill >/dev/null 2>&1 || true
+	fi
+	return 0
 }
 
 # deb_version PKG prints the upstream version of the installed Debian package PKG (1:5.17.2+dfsg-2 ->

@@ -28,17 +28,10 @@ CONFIG=$HERE/../compare/config/rabbitmq
 
 installed() { [[ -x $RABBIT_BIN/rabbitmq-server ]]; }
 
-# install makes sure the Debian package is there (a fresh CI machine has none of it).
-install() {
-	installed && return 0
-	# The package's postinst tries to start the system-wide service; without systemd or init that fails
-	# harmlessly, and policy-rc.d forbids it anyway where present.
-	need_package rabbitmq-server installed
-	# Stop a system-wide node the package may have started, so it does not hold port 5672 or epmd 4369.
-	local sudo=""
-	[[ $(id -u) -eq 0 ]] || sudo="sudo"
-	$sudo service rabbitmq-server stop >/dev/null 2>&1 || true
-}
+# install makes sure the Debian package is there (a fresh CI machine has none of it). need_package keeps
+# the package's postinst from starting the system-wide node (and stops one that still started, with the
+# epmd on 4369), so nothing holds port 5672 or 4369 afterwards.
+install() { need_package rabbitmq-server installed; }
 
 version() {
 	deb_version rabbitmq-server || die "version: rabbitmq-server is not installed" # 3.10.8-1.1+deb12u1 -> 3.10.8
