@@ -26,10 +26,10 @@ type Log struct {
 
 	// mu serializes appends, rolls and deletions, and guards the fields
 	// below it. Readers do not take it.
-	mu        sync.Mutex
-	buf       []byte // bytes of the active segment not yet written to its file
-	written   int64  // bytes of the active segment already in its file
-	appended  int64  // messages appended since the log was opened
+	mu       sync.Mutex
+	buf      []byte // bytes of the active segment not yet written to its file
+	written  int64  // bytes of the active segment already in its file
+	appended int64  // messages appended since the log was opened
 
 	segs   atomic.Pointer[[]*segment] // sorted by start; replaced, never modified
 	leo    atomic.Int64               // log end offset: everything appended
