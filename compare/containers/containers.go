@@ -45,6 +45,7 @@ import (
 
 	"kafkarepro/compare"
 	"kafkarepro/compare/local"
+	"kafkarepro/compare/localsvc"
 )
 
 // Errors of the containers provider.
@@ -122,17 +123,11 @@ func NewProvider(opts Options) (*Provider, error) {
 		}
 		opts.RepoDir = dir
 	}
-	p := &Provider{opts: opts, root: opts.Root, loopback: loopback, live: make(map[*server]struct{})}
-	if p.root == "" {
-		dir, err := os.MkdirTemp("", "kafka-repro-containers-")
-		if err != nil {
-			return nil, fmt.Errorf("containers: make temporary folder: %w", err)
-		}
-		p.root, p.ownRoot = dir, true
-	} else if err := os.MkdirAll(p.root, 0o755); err != nil {
-		return nil, fmt.Errorf("containers: make folder %s: %w", p.root, err)
+	root, own, err := localsvc.WorkDir(opts.Root, "kafka-repro-containers-")
+	if err != nil {
+		return nil, fmt.Errorf("containers: %w", err)
 	}
-	return p, nil
+	return &Provider{opts: opts, root: root, ownRoot: own, loopback: loopback, live: make(map[*server]struct{})}, nil
 }
 
 // Name implements compare.Provider.

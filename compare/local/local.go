@@ -76,17 +76,11 @@ func New(opts Options) (*Provider, error) {
 		}
 		opts.RepoDir = dir
 	}
-	p := &Provider{opts: opts, root: opts.Root}
-	if p.root == "" {
-		dir, err := os.MkdirTemp("", "kafkarepro-local-")
-		if err != nil {
-			return nil, fmt.Errorf("local: create temporary folder: %w", err)
-		}
-		p.root, p.ownRoot = dir, true
-	} else if err := os.MkdirAll(p.root, 0o755); err != nil {
-		return nil, fmt.Errorf("local: create %s: %w", p.root, err)
+	root, own, err := localsvc.WorkDir(opts.Root, "kafkarepro-local-")
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
 	}
-	return p, nil
+	return &Provider{opts: opts, root: root, ownRoot: own}, nil
 }
 
 // FindRepo looks upwards from the working directory for the go.mod of

@@ -199,3 +199,20 @@ func parseKV(out string) map[string]string {
 	}
 	return kv
 }
+
+// WorkDir is the folder a provider keeps its servers' files under: root if
+// given (created if missing), else a new temporary folder named after prefix,
+// which the provider then owns and removes when it is done (own is true).
+func WorkDir(root, prefix string) (dir string, own bool, err error) {
+	if root != "" {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return "", false, fmt.Errorf("create %s: %w", root, err)
+		}
+		return root, false, nil
+	}
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", false, fmt.Errorf("create temporary folder: %w", err)
+	}
+	return dir, true, nil
+}
