@@ -76,6 +76,24 @@ func TestFlushAfterIntervalMessages(t *testing.T) {
 	waitFor(t, "background flush after 10 messages", func() bool { return l.HighWaterMark() == l.LogEndOffset() })
 }
 
+// §3.1 "after a configurable number of messages": the flush points are the
+// multiples of log.flush.interval, as in 0.7, even when the background flush
+// runs late and covers more messages than the interval. Here the flusher is
+// held while 5 more messages arrive, so its flush covers 15; the 20th
+// message must still start a flush (no timer runs for a lone Log).
+func TestFlushPointsStayAtMultiplesOfTheInterval(t *testing.T) {
+	cfg := testConfig()
+	cfg.FlushInterval = 10
+	l := openLog(t, t.TempDir(), cfg, false)
+	l.flushMu.Lock() // the flusher, once woken, waits here
+	mustAppend(t, l, makeSet(0, 10, 50))
+	mustAppend(t, l, makeSet(10, 5, 50))
+	l.flushMu.Unlock()
+	waitFor(t, "the late flush covering 15 messages", func() bool { return l.HighWaterMark() == l.LogEndOffset() })
+	mustAppend(t, l, makeSet(15, 5, 50))
+	waitFor(t, "a flush at the 20th message", func() bool { return l.HighWaterMark() == l.LogEndOffset() })
+}
+
 // waitFor polls cond for up to 10 seconds; it is not a speed assertion.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
