@@ -1,4 +1,4 @@
-module kafkarepro
+module github.com/kafkarepro/kafkarepro
 
 go 1.26.0
 

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare"
 )
 
 // Config is one reproduction run.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/compare"
-	"kafkarepro/paper"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/paper"
 )
 
 // fakeSystem counts messages at a fixed pace; failAfter > 0 makes it fail

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"kafkarepro/paper"
+	"github.com/kafkarepro/kafkarepro/paper"
 )
 
 // Write writes every output of a run into dir: producer.csv, consumer.csv,

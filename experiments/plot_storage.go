@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 
-	"kafkarepro/paper"
+	"github.com/kafkarepro/kafkarepro/paper"
 )
 
 // PlotStorage draws the bytes each system keeps on disk per message beyond

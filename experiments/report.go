@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"kafkarepro/paper"
+	"github.com/kafkarepro/kafkarepro/paper"
 )
 
 // WriteReport writes REPORT.md: this run beside the paper, number by number

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare"
 )
 
 // ServerIO is what the server's processes wrote during one test: the growth

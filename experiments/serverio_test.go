@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare"
 )
 
 // ioSystem is a fakeSystem whose server is a "local process": its I/O

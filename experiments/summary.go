@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"kafkarepro/paper"
+	"github.com/kafkarepro/kafkarepro/paper"
 )
 
 // Ours is the name of our system in every report.

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/consumer"
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
 // buildKafka builds the kafka command into a temporary directory.

@@ -21,11 +21,11 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/broker"
-	"kafkarepro/kafka/consumer"
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/producer"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // testBroker is an in-process broker on 127.0.0.1 and a free port.

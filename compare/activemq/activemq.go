@@ -23,9 +23,9 @@ import (
 	"strings"
 	"time"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/localsvc"
-	"kafkarepro/compare/stomp"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/compare/stomp"
 )
 
 // DefaultPrefetch is the consumer's activemq.prefetchSize when ConsumeSpec.PrefetchMessages is 0.
@@ -75,7 +75,7 @@ func (s *System) Settings() map[string]string {
 		"system":           "Apache ActiveMQ",
 		"server_version":   version,
 		"protocol":         "STOMP 1.2 (stomp:// transport connector, transport.closeAsync=false)",
-		"client":           "kafkarepro/compare/stomp (our own STOMP 1.2 client; no Go JMS/OpenWire client)",
+		"client":           "github.com/kafkarepro/kafkarepro/compare/stomp (our own STOMP 1.2 client; no Go JMS/OpenWire client)",
 		"persistence":      "persistent messages (persistent:true) in KahaDB, the default store",
 		"flush":            "KahaDB journal written without per-message fsync (enableJournalDiskSyncs=false): the OS flushes asynchronously",
 		"destination":      "queue /queue/<topic>",

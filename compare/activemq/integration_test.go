@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/compare/comparetest"
+	"github.com/kafkarepro/kafkarepro/compare/comparetest"
 )
 
 // The shared suite of compare/comparetest against a real ActiveMQ broker started by scripts/activemq.sh.

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 )
 
 // Server is a started server as the suite sees it.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare"
 )
 
 // fake is an in-memory compare.System whose "server" can be killed, with knobs that break it the ways

@@ -17,9 +17,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/activemq"
-	"kafkarepro/compare/rabbitmq"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/activemq"
+	"github.com/kafkarepro/kafkarepro/compare/rabbitmq"
 )
 
 // compose runs docker compose (v2 plugin) or docker-compose (v1) for one

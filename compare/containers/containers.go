@@ -43,9 +43,9 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/local"
-	"kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/local"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 )
 
 // Errors of the containers provider.

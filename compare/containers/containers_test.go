@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"kafkarepro/compare/local"
+	"github.com/kafkarepro/kafkarepro/compare/local"
 )
 
 func repoDir(t *testing.T) string {

@@ -14,11 +14,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/activemq"
-	"kafkarepro/compare/ours"
-	"kafkarepro/compare/rabbitmq"
-	"kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/activemq"
+	"github.com/kafkarepro/kafkarepro/compare/ours"
+	"github.com/kafkarepro/kafkarepro/compare/rabbitmq"
+	"github.com/kafkarepro/kafkarepro/experiments"
 )
 
 // requireImages skips under -short or when Docker itself is absent, and

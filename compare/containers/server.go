@@ -22,7 +22,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
 
-	"kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare"
 )
 
 // server is one started container. It satisfies compare.Server.

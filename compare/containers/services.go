@@ -14,7 +14,7 @@ import (
 
 	"github.com/testcontainers/testcontainers-go/wait"
 
-	"kafkarepro/compare/local"
+	"github.com/kafkarepro/kafkarepro/compare/local"
 )
 
 // spec is how one service runs in a container.

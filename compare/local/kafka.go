@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 )
 
 // KafkaProperties is the server.properties our broker runs with in the

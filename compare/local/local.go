@@ -19,8 +19,8 @@ import (
 	"sync"
 	"time"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 )
 
 // Errors of the local provider. ErrNoRepo is localsvc's, so either name

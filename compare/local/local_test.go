@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare"
 )
 
 func TestKafkaPropertiesFile(t *testing.T) {

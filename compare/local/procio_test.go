@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"testing"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 )
 
 // Both kinds of local server expose their process I/O counters, which the

@@ -7,7 +7,7 @@
 // Every script has the same interface: `start DIR PORT` starts the server with all its files under DIR,
 // listening on 127.0.0.1:PORT, waits until it answers and prints log=<path> and data=<path>; `stop DIR`
 // stops it; `version` prints the server version. Start finds scripts/ by walking up from the working
-// directory to the go.mod of module kafkarepro, so tests work from any package directory.
+// directory to the go.mod of this module (ModulePath), so tests work from any package directory.
 package localsvc
 
 import (
@@ -24,13 +24,16 @@ import (
 	"strings"
 	"time"
 
-	"kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare"
 )
+
+// ModulePath is this repository's module path, as go.mod declares it.
+const ModulePath = "github.com/kafkarepro/kafkarepro"
 
 // Errors of localsvc.
 var (
-	// ErrNoRepo means no go.mod of module kafkarepro was found above the working directory.
-	ErrNoRepo = errors.New("localsvc: cannot find the kafkarepro module root")
+	// ErrNoRepo means no go.mod of module ModulePath was found above the working directory.
+	ErrNoRepo = errors.New("localsvc: cannot find the root of module " + ModulePath)
 	// ErrNoScripts means the module root has no scripts/ directory.
 	ErrNoScripts = errors.New("localsvc: scripts/ not found")
 	// ErrStart means a script's start command failed; the error names the server's log when the
@@ -50,7 +53,7 @@ type Server struct {
 	script  string
 }
 
-// RepoDir walks up from the working directory to the directory holding the go.mod of module kafkarepro.
+// RepoDir walks up from the working directory to the directory holding the go.mod of module ModulePath.
 func RepoDir() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -58,7 +61,7 @@ func RepoDir() (string, error) {
 	}
 	for {
 		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(bytes.TrimSpace(data), []byte("module kafkarepro")) {
+		if err == nil && bytes.HasPrefix(bytes.TrimSpace(data), []byte("module "+ModulePath+"\n")) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)

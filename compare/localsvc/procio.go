@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare"
 )
 
 // ErrProcIO means a /proc/<pid>/io file could not be read or parsed.

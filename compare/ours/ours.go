@@ -24,10 +24,10 @@ import (
 	"sync"
 	"time"
 
-	"kafkarepro/compare"
-	"kafkarepro/kafka/consumer"
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
 // Errors of the adapter.

@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/local"
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/local"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 func TestNewAndSettings(t *testing.T) {

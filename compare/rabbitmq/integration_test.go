@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/compare/comparetest"
+	"github.com/kafkarepro/kafkarepro/compare/comparetest"
 )
 
 // The shared suite of compare/comparetest against a real RabbitMQ node started by scripts/rabbitmq.sh.

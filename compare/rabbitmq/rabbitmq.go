@@ -23,8 +23,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 )
 
 // DefaultPrefetch is the consumer's basic.qos prefetch count when ConsumeSpec.PrefetchMessages is 0.

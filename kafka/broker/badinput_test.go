@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // TestBadInput sends each kind of bad input on its own connection, then

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // BenchmarkFetchLoopback measures the consumer's path of §3.1 "efficient

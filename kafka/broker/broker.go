@@ -40,7 +40,7 @@ import (
 	"sync"
 	"time"
 
-	"kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/log"
 )
 
 // Registrar registers topics in ZooKeeper (§3.2: brokers publish which

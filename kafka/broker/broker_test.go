@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/log"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 func TestProduceFetch(t *testing.T) {

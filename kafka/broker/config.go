@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/log"
 )
 
 // ErrConfig is wrapped by every configuration error, together with the key,

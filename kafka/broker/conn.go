@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"net"
 
-	"kafkarepro/kafka/log"
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // readBufferSize is the per-connection bufio.Reader: a batch-1 producer's

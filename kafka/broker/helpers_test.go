@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // testBroker is a broker on 127.0.0.1 with a free port, its log.dir inside a

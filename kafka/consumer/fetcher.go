@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // brokerInfo is a live broker as /brokers/ids/<id> describes it ("<creator>:<host>:<port>", SPEC §5).

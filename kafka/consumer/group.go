@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // GroupConsumer is one member of a consumer group (0.7's ZookeeperConsumerConnector). It registers itself in

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/zk"
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // startBrokerProcess runs broker id as a process of the kafka command (kafka server-start), so that a test can
@@ -18,7 +18,7 @@ import (
 func startBrokerProcess(t *testing.T, zkc string, id int) (*testBroker, *exec.Cmd) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kafka")
-	if out, err := exec.Command("go", "build", "-o", bin, "kafkarepro/kafka/cmd/kafka").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kafkarepro/kafkarepro/kafka/cmd/kafka").CombinedOutput(); err != nil {
 		t.Fatalf("go build kafka: %v\n%s", err, out)
 	}
 	port := zktest.FreePort(t)

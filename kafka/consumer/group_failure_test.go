@@ -7,8 +7,8 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"kafkarepro/kafka/zk"
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // TestIntegration_RebalanceFailureIsClear: a partition held by a foreign owner node that never goes away makes

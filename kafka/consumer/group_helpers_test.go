@@ -3,7 +3,7 @@ package consumer
 import (
 	"bufio"
 	"fmt"
-	"kafkarepro/kafka/broker/brokertest"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"net"
 	"os"
 	"os/exec"
@@ -17,9 +17,9 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"kafkarepro/kafka/broker"
-	"kafkarepro/kafka/producer"
-	"kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // Helpers of the integration tests: real ZooKeeper (zktest), in-process brokers registered in it, and group
@@ -185,7 +185,7 @@ func testConsumerBin(t *testing.T) string {
 		return bin
 	}
 	bin := filepath.Join(t.TempDir(), "testconsumer")
-	out, err := exec.Command("go", "build", "-o", bin, "kafkarepro/kafka/internal/testconsumer").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/kafkarepro/kafkarepro/kafka/internal/testconsumer").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build testconsumer: %v\n%s", err, out)
 	}

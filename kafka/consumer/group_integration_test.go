@@ -12,8 +12,8 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"kafkarepro/kafka/zk"
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // TestIntegration_GroupProcesses: two brokers with four partitions of "t" each, three group members in separate

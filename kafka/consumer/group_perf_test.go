@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // TestIntegration_GroupThroughput measures, for the report, how fast one group drains a topic of 8 partitions

@@ -11,7 +11,7 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // registryView is what one rebalance attempt reads from ZooKeeper: the live brokers, each subscribed topic's

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // TestIntegration_RebalanceTimes measures, for the report, how long a group's partitions go unread when one

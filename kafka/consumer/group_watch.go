@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // What triggers a rebalance (SPEC §6): a change of the group's consumer registry, of the broker registry or of

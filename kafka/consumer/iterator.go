@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // Backoff bounds of PartitionIterator when it has caught up with the

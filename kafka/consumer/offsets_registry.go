@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // The offset registry of paper §3.2: "each consumer group is associated with an ownership registry and an

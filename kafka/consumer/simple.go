@@ -21,8 +21,8 @@ import (
 	"net"
 	"time"
 
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // Errors of the simple consumer, wrapped with the topic, partition, offset

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // memBroker serves FETCH, MULTIFETCH and OFFSETS from an in-memory log of

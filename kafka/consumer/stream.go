@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // Errors of the group consumer's streams.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 func testSet(base string, n int) []byte {

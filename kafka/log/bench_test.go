@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // BenchmarkAppend appends sets of 200-byte messages (the paper's §5 producer

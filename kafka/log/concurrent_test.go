@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // TestConcurrentAppendReadRetention runs a producer, background flushes,

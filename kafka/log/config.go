@@ -3,7 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
-	"kafkarepro/kafka/topic"
+	"github.com/kafkarepro/kafkarepro/kafka/topic"
 	"strconv"
 	"strings"
 )

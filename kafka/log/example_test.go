@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
-	"kafkarepro/kafka/log"
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // A producer's message set goes into a partition log, becomes visible once

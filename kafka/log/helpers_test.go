@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 func TestMain(m *testing.M) {

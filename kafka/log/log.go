@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // writeBufferSize is the user-space buffer in front of the active segment.

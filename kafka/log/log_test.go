@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 func TestAppendThenReadBack(t *testing.T) {

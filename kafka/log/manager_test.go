@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/topic"
+	"github.com/kafkarepro/kafkarepro/kafka/topic"
 )
 
 func newManager(t *testing.T, dir string, cfg Config) *Manager {

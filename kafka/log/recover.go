@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // loadSegments opens every segment file of the partition directory dir

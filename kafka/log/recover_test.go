@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // writeLog writes a log of `segments` segments of `perSeg` messages of

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // fourSegments builds a flushed log of 4 segments of 5 messages of 30 bytes

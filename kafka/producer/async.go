@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // ErrQueueFull is returned when the async queue is full and queue.enqueueTimeout.ms did not let the message

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // fakeDiscovery has fixed brokers and partitions; Partitions blocks while gate is held.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // Config holds the producer settings under their Kafka 0.7 property names.

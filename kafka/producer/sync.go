@@ -19,13 +19,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"kafkarepro/kafka/topic"
+	"github.com/kafkarepro/kafkarepro/kafka/topic"
 	"net"
 	"sync"
 	"time"
 
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // Errors returned by the producer, wrapped with the failing input.

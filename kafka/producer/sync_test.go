@@ -8,8 +8,8 @@ import (
 	"net"
 	"testing"
 
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // fakeBroker accepts connections and hands every decoded request to reqs.

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // DefaultZKSessionTimeout is the session timeout of the producer's ZooKeeper discovery (0.7's

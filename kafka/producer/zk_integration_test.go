@@ -2,18 +2,18 @@ package producer_test
 
 import (
 	"fmt"
-	"kafkarepro/kafka/broker/brokertest"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/broker"
-	"kafkarepro/kafka/consumer"
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/producer"
-	"kafkarepro/kafka/zk"
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // startBroker runs a real broker registered in ZooKeeper, with numParts partitions per new topic and a flush

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/zk"
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // eventually polls cond until it holds or fails the test after 30 s.

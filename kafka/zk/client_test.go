@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/zk"
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 func TestIntegration_ClientChroot(t *testing.T) {

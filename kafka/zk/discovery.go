@@ -3,7 +3,7 @@ package zk
 import (
 	"errors"
 	"fmt"
-	"kafkarepro/kafka/topic"
+	"github.com/kafkarepro/kafkarepro/kafka/topic"
 	"log/slog"
 	"net"
 	"slices"

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/zk"
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // TestIntegration_Ensemble registers a broker through a three-server ensemble, stops two members (losing the

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"kafkarepro/compare"
-	"kafkarepro/compare/activemq"
-	"kafkarepro/compare/rabbitmq"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/activemq"
+	"github.com/kafkarepro/kafkarepro/compare/rabbitmq"
 )
 
 // The adapters of the two systems the paper compares against (compare/activemq

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"kafkarepro/compare/containers"
+	"github.com/kafkarepro/kafkarepro/compare/containers"
 )
 
 // The containers provider (compare/containers): the same servers and

@@ -27,8 +27,8 @@ import (
 	"syscall"
 	"time"
 
-	"kafkarepro/experiments"
-	"kafkarepro/paper"
+	"github.com/kafkarepro/kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/paper"
 )
 
 // QuickMessages is --quick's message count.

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/local"
-	"kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/local"
+	"github.com/kafkarepro/kafkarepro/experiments"
 )
 
 func TestParseFlags(t *testing.T) {

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 
-	"kafkarepro/compare"
-	"kafkarepro/compare/local"
-	"kafkarepro/compare/ours"
-	"kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/local"
+	"github.com/kafkarepro/kafkarepro/compare/ours"
+	"github.com/kafkarepro/kafkarepro/experiments"
 )
 
 // provider is a compare.Provider that this command can also clean up.

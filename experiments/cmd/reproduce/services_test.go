@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare"
 )
 
 type fakeServer struct{ io *compare.IOCounters }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/broker"
-	"kafkarepro/kafka/zk"
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // Options shape one broker. Zero values take the broker's defaults, except

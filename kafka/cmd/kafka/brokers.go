@@ -5,7 +5,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 func init() {

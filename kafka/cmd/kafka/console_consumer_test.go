@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"kafkarepro/kafka/producer"
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // TestIntegration_ConsoleConsumer: a group consumer from the command line reads everything with

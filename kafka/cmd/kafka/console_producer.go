@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
 func init() {

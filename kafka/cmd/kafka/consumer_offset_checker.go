@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"kafkarepro/kafka/consumer"
-	"kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 func init() {

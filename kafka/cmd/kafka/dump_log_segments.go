@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 func init() {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 )
 
 func init() {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/broker"
-	"kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 func runCmd(stdin string, args ...string) (code int, out, errOut string) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
 )
 
 // The tenths of a run: marks land on the first count reaching each tenth,

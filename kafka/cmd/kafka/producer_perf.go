@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"kafkarepro/kafka/consumer"
-	"kafkarepro/kafka/message"
-	"kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
 )
 
 func init() {

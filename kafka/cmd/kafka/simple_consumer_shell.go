@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 )
 
 func init() {

@@ -9,9 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"kafkarepro/kafka/consumer"
-	"kafkarepro/kafka/producer"
-	"kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 func init() {

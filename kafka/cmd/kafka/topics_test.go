@@ -2,16 +2,16 @@ package main
 
 import (
 	"bytes"
-	"kafkarepro/kafka/broker/brokertest"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"kafkarepro/kafka/broker"
-	"kafkarepro/kafka/producer"
-	"kafkarepro/kafka/zk"
-	"kafkarepro/kafka/zk/zktest"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // zkBroker runs an in-process broker registered in ZooKeeper with numParts partitions per topic.

@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"kafkarepro/kafka/broker"
-	"kafkarepro/kafka/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // The broker's ZooKeeper registration for enable.zookeeper=true (paper §3.2: /brokers/ids/<brokerid> and

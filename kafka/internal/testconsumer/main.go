@@ -16,7 +16,7 @@ import (
 	"sync"
 	"syscall"
 
-	"kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 )
 
 func main() {
