@@ -6,7 +6,7 @@
 // Provider: it never knows which protocol or client library an adapter uses.
 // Each adapter states those in Settings, because a fair comparison puts each
 // system's persistence, flush policy, acknowledgement mode and prefetch next
-// to its result (SPEC §9).
+// to its result (docs/PROTOCOL.md §9).
 package compare
 
 import (

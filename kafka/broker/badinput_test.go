@@ -11,7 +11,7 @@ import (
 )
 
 // TestBadInput sends each kind of bad input on its own connection, then
-// checks that the broker closed (or kept) that connection as SPEC §4 says,
+// checks that the broker closed (or kept) that connection as docs/PROTOCOL.md §4 says,
 // that another client still produces and fetches, and that nothing was
 // written outside log.dir.
 func TestBadInput(t *testing.T) {

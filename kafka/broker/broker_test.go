@@ -176,7 +176,7 @@ func TestRandomPartition(t *testing.T) {
 }
 
 // Concurrent fetches of one segment file at different offsets must not
-// disturb each other (SPEC §4: sendfile with an explicit offset).
+// disturb each other (docs/PROTOCOL.md §4: sendfile with an explicit offset).
 func TestConcurrentFetchesSameFile(t *testing.T) {
 	tb := startBroker(t, nil, Options{})
 	cl := dial(t, tb.Addr())

@@ -17,7 +17,7 @@ import (
 // the value and the file it came from.
 var ErrConfig = errors.New("broker: bad configuration")
 
-// Config is server.properties (SPEC §3, §8) with Kafka 0.7's property names
+// Config is server.properties (docs/PROTOCOL.md §3, §8) with Kafka 0.7's property names
 // and defaults; the property each field comes from is named next to it.
 type Config struct {
 	BrokerID            int            // brokerid: this broker's id in ZooKeeper (§3.2)

@@ -16,7 +16,7 @@ import (
 //
 // Why not (*net.TCPConn).ReadFrom: it uses sendfile only from the file's
 // shared current offset, so two connections fetching from one segment file
-// at once would move each other's position (SPEC §4). sendfile with an
+// at once would move each other's position (docs/PROTOCOL.md §4). sendfile with an
 // offset pointer leaves the file offset alone, like pread.
 //
 // Headers go out with MSG_MORE when log bytes follow, so the 6-byte header

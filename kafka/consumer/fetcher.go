@@ -13,7 +13,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
-// brokerInfo is a live broker as /brokers/ids/<id> describes it ("<creator>:<host>:<port>", SPEC §5).
+// brokerInfo is a live broker as /brokers/ids/<id> describes it ("<creator>:<host>:<port>", docs/PROTOCOL.md §5).
 type brokerInfo struct {
 	id   int
 	host string
@@ -170,7 +170,7 @@ func (f *fetcher) partitionError(p *ownedPartition, err error) {
 			"offset", p.fetchOffset, "autooffset.reset", f.cfg.AutoOffsetReset)
 		p.fetchOffset = -1
 	case errors.Is(err, ErrMessageTooLarge):
-		// SPEC §4: 0.7 stalled silently here; we say so, to the log and to the application.
+		// docs/PROTOCOL.md §4: 0.7 stalled silently here; we say so, to the log and to the application.
 		f.report(p, fmt.Errorf("%w (fetch.size %d); raise fetch.size to read on", err, f.cfg.FetchSize))
 	default:
 		f.log.Warn("consumer: fetch of a partition failed", "topic", p.topic, "partition", p.name,
@@ -188,7 +188,7 @@ func (f *fetcher) report(p *ownedPartition, err error) {
 	}
 }
 
-// resolveStart asks the broker where a partition without a committed offset starts (SPEC §6 step 5): OFFSETS
+// resolveStart asks the broker where a partition without a committed offset starts (docs/PROTOCOL.md §6 step 5): OFFSETS
 // with time -2 (earliest) for autooffset.reset=smallest, -1 (latest) for largest. The answer is marked
 // consumed but not committed, so the next commit records it and a successor starts at the same place.
 func (f *fetcher) resolveStart(sc *SimpleConsumer, p *ownedPartition) error {

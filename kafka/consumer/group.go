@@ -151,7 +151,7 @@ func (g *GroupConsumer) CreateMessageStreams(topics map[string]int) (map[string]
 }
 
 // register writes the consumer's ephemeral node in the consumer registry: its data is the JSON map topic →
-// number of streams (SPEC §5), which is how every other member learns this consumer's stream ids.
+// number of streams (docs/PROTOCOL.md §5), which is how every other member learns this consumer's stream ids.
 func (g *GroupConsumer) register() error {
 	data, _ := json.Marshal(g.topics) // map keys come out sorted
 	err := g.zk.CreateEphemeral(zk.ConsumerIDPath(g.cfg.GroupID, g.id), data)
@@ -230,7 +230,7 @@ func (g *GroupConsumer) endStreams(final error) {
 	})
 }
 
-// fail gives up after a failed rebalance: the error is logged and every stream ends with it (SPEC §6: running
+// fail gives up after a failed rebalance: the error is logged and every stream ends with it (docs/PROTOCOL.md §6: running
 // out of retries is a clear error, not a silent stall). The consumer also leaves the group, releasing what it
 // owns and removing its registration, so that the rest of the group can divide the partitions without it.
 func (g *GroupConsumer) fail(err error) {

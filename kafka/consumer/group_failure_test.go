@@ -12,7 +12,7 @@ import (
 )
 
 // TestIntegration_RebalanceFailureIsClear: a partition held by a foreign owner node that never goes away makes
-// every attempt conflict; after rebalance.retries.max attempts the consumer says so (SPEC §6) — at start as
+// every attempt conflict; after rebalance.retries.max attempts the consumer says so (docs/PROTOCOL.md §6) — at start as
 // CreateMessageStreams' error, later as the error every stream ends with — and leaves the group.
 func TestIntegration_RebalanceFailureIsClear(t *testing.T) {
 	zkc := zktest.Start(t)

@@ -18,7 +18,7 @@ import (
 
 // TestIntegration_GroupProcesses: two brokers with four partitions of "t" each, three group members in separate
 // processes. Every partition is owned by exactly one stream as Algorithm 1 says, the ZooKeeper tree holds
-// exactly the paths of SPEC §5, and after a kill -9 of one member while messages flow the others take its
+// exactly the paths of docs/PROTOCOL.md §5, and after a kill -9 of one member while messages flow the others take its
 // partitions and every message reaches the group, duplicates coming only from after the dead member's last
 // commit (§3.3). It also measures the figures of the report: kill -9 → partitions taken over, and a clean exit
 // → partitions taken over.
@@ -41,7 +41,7 @@ func TestIntegration_GroupProcesses(t *testing.T) {
 		return len(k) == 8
 	})
 
-	// The tree holds exactly SPEC §5's paths, with the right kinds and data.
+	// The tree holds exactly docs/PROTOCOL.md §5's paths, with the right kinds and data.
 	nodes := map[string]string{}
 	tree(c, "/", nodes)
 	ids := map[string]bool{}

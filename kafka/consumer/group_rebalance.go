@@ -117,7 +117,7 @@ type claim struct {
 	stream      *Stream
 }
 
-// rebalanceOnce is one attempt of Algorithm 1 (SPEC §6). conflict is true (and err says which partition) when a
+// rebalanceOnce is one attempt of Algorithm 1 (docs/PROTOCOL.md §6). conflict is true (and err says which partition) when a
 // partition it should take is still owned by another consumer: the attempt then released everything and the
 // caller waits and retries.
 func (g *GroupConsumer) rebalanceOnce(reason string) (conflict bool, err error) {

@@ -7,7 +7,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
-// What triggers a rebalance (SPEC §6): a change of the group's consumer registry, of the broker registry or of
+// What triggers a rebalance (docs/PROTOCOL.md §6): a change of the group's consumer registry, of the broker registry or of
 // a subscribed topic's broker list, a new ZooKeeper session, and the start. §3.2: "each consumer registers a
 // Zookeeper watcher on both the broker registry and the consumer registry, and will be notified whenever a
 // change in the broker set or the consumer group occurs."

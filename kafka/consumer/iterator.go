@@ -29,7 +29,7 @@ const (
 // messages all report the wrapper's offset, and every one but the last
 // reports the wrapper's own offset as NextOffset, the last one the offset
 // after the wrapper — committing in the middle replays the wrapper
-// (at-least-once, SPEC §2).
+// (at-least-once, docs/PROTOCOL.md §2).
 //
 // Steady-state iteration allocates nothing per message: the payload
 // aliases the consumer's fetch buffer and is valid until the next call to

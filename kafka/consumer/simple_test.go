@@ -232,7 +232,7 @@ func TestIteratorUnpacksCompressedWrappers(t *testing.T) {
 		off, next int64
 	}{
 		{"message-0010", 0, wrapAt},
-		{"message-0000", wrapAt, wrapAt}, // SPEC §2: inner messages replay the wrapper...
+		{"message-0000", wrapAt, wrapAt}, // docs/PROTOCOL.md §2: inner messages replay the wrapper...
 		{"message-0001", wrapAt, wrapAt},
 		{"message-0002", wrapAt, wrapEnd}, // ...except the last
 		{"message-0011", wrapEnd, int64(len(log))},

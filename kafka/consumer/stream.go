@@ -26,7 +26,7 @@ var (
 // StreamMessage is one message handed out by a Stream.
 type StreamMessage struct {
 	Topic      string
-	Partition  string // "<brokerid>-<partition>", the registry's name for it (SPEC §5)
+	Partition  string // "<brokerid>-<partition>", the registry's name for it (docs/PROTOCOL.md §5)
 	Offset     int64  // the message's byte offset in its partition (its wrapper's, if it was compressed)
 	NextOffset int64  // where to resume after it: the value committed to the offset registry
 	Payload    []byte // valid until the next call of Next
@@ -225,7 +225,7 @@ func (s *Stream) advance() bool {
 						p.topic, p.name, s.inner.Offset(), s.wrapOff, ErrChecksum)
 					return false
 				}
-				next := s.wrapOff // §3.3 via SPEC §2: a commit in the middle of a wrapper replays it
+				next := s.wrapOff // §3.3 via docs/PROTOCOL.md §2: a commit in the middle of a wrapper replays it
 				if s.inner.Remaining() == 0 {
 					next = s.wrapEnd
 				}

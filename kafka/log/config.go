@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Config holds the storage settings of server.properties (SPEC §3). The
+// Config holds the storage settings of server.properties (docs/PROTOCOL.md §3). The
 // property each field comes from is named next to it.
 type Config struct {
 	// FileSize is log.file.size: a new segment is rolled once the active one
@@ -37,7 +37,7 @@ type Config struct {
 	TopicPartitions map[string]int
 }
 
-// DefaultConfig returns the defaults of Kafka 0.7 (SPEC §3).
+// DefaultConfig returns the defaults of Kafka 0.7 (docs/PROTOCOL.md §3).
 func DefaultConfig() Config {
 	return Config{
 		FileSize:            1 << 30,

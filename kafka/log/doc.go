@@ -10,7 +10,7 @@
 // offsets in memory and binary-searches it to find the segment holding a fetch
 // offset; nothing else is indexed.
 //
-// On disk (SPEC §3):
+// On disk (docs/PROTOCOL.md §3):
 //
 //	<log.dir>/
 //	├── .kafka_cleanshutdown            written by Manager.Close, removed at start

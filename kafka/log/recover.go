@@ -65,7 +65,7 @@ func loadSegments(dir string, recover bool) ([]*segment, error) {
 			return nil, err
 		}
 	}
-	// SPEC §3: consecutive segments must tile, start[i] + size[i] == start[i+1].
+	// docs/PROTOCOL.md §3: consecutive segments must tile, start[i] + size[i] == start[i+1].
 	for i := 0; i+1 < len(segs); i++ {
 		if segs[i].end() != segs[i+1].start {
 			err := fmt.Errorf("%w: %s starts at %d and holds %d bytes, ending at %d, but the next segment %s starts at %d",

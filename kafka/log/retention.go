@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Offsets answers an OFFSETS request (SPEC §4): segment start offsets, plus
+// Offsets answers an OFFSETS request (docs/PROTOCOL.md §4): segment start offsets, plus
 // the high-water mark for "latest", in descending order, at most max of
 // them. t is -1 (latest: the flushed end, then every segment start), -2
 // (earliest: the first segment's start) or a time in milliseconds since the

@@ -7,7 +7,7 @@ import (
 	"io"
 )
 
-// Compression (Kafka 0.7, SPEC §2): a batch is encoded as a message set,
+// Compression (Kafka 0.7, docs/PROTOCOL.md §2): a batch is encoded as a message set,
 // compressed as one stream, and wrapped in one magic-1 message with the
 // codec bits set. The wrapper's CRC covers the compressed bytes.
 

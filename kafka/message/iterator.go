@@ -8,7 +8,7 @@ import (
 // empty iterator; NewIterator or Reset gives it a set.
 //
 // Next stops cleanly at a partial tail: a fetch response may end in the
-// middle of a message (SPEC §4), and the consumer keeps the whole messages
+// middle of a message (docs/PROTOCOL.md §4), and the consumer keeps the whole messages
 // and fetches again from NextOffset of the last one. Err is then nil and
 // Remaining tells how many bytes were left over. Next stops with Err set on a
 // structurally impossible message (bad magic, N too small). It does not check

@@ -1,5 +1,5 @@
 // Package message is the byte format of Kafka's messages and message sets
-// (paper §3.1, SPEC §2). The same bytes are the producer's request body, the
+// (paper §3.1, docs/PROTOCOL.md §2). The same bytes are the producer's request body, the
 // log file's contents and the fetch response body: nothing is re-encoded on
 // the way from producer to consumer.
 //

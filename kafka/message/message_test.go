@@ -133,7 +133,7 @@ func TestCorruption(t *testing.T) {
 	}
 }
 
-// SPEC §2: inner messages of a wrapper report the wrapper's start as next
+// docs/PROTOCOL.md §2: inner messages of a wrapper report the wrapper's start as next
 // offset, the last one the offset after it, so a mid-wrapper commit replays it.
 func TestDeepIteratorCompressed(t *testing.T) {
 	inner := buildSet(3, 10)

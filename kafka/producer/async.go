@@ -23,7 +23,7 @@ const (
 	maxRequestBytes = 32 << 20
 )
 
-// AsyncProducer is 0.7's producer.type=async (SPEC §7): Send puts the message on a bounded queue
+// AsyncProducer is 0.7's producer.type=async (docs/PROTOCOL.md §7): Send puts the message on a bounded queue
 // (queue.size) and returns; one background sender takes up to batch.size messages, or whatever arrived within
 // queue.time, chooses each message's partition, groups the batch by broker and (topic, partition) into one
 // message set each, and writes one MULTIPRODUCE per broker. Batching is what lets the paper's producer reach

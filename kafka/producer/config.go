@@ -13,7 +13,7 @@ import (
 // Config holds the producer settings under their Kafka 0.7 property names.
 type Config struct {
 	// BrokerList is broker.list: "id:host:port,id:host:port". With it the
-	// producer lets the broker pick the partition (SPEC §7).
+	// producer lets the broker pick the partition (docs/PROTOCOL.md §7).
 	BrokerList string
 	// ZkConnect is zk.connect: discovery through ZooKeeper's broker registry
 	// (paper §3.2). It is read by the ZooKeeper discovery, not by this file.

@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// Partitioner chooses one of numPartitions partitions for a message (SPEC
+// Partitioner chooses one of numPartitions partitions for a message (docs/PROTOCOL.md
 // §7): without a key any partition will do, with a key the same key always
 // lands in the same partition, so its messages stay in order (paper §3.3:
 // order is kept within a partition).

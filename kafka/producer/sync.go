@@ -1,4 +1,4 @@
-// Package producer publishes messages to Kafka brokers (paper §3, SPEC §7).
+// Package producer publishes messages to Kafka brokers (paper §3, docs/PROTOCOL.md §7).
 //
 // The paper's producer is deliberately simple: it batches messages into one
 // message set per request, writes the request and does not wait for any
@@ -127,7 +127,7 @@ func (p *SyncProducer) SendTo(brokerID int, topic string, part int32, msgs ...[]
 }
 
 // MultiSend writes one MULTIPRODUCE request holding every produce, each
-// with an encoded message set, to one broker (SPEC §4; what the async
+// with an encoded message set, to one broker (docs/PROTOCOL.md §4; what the async
 // producer sends).
 func (p *SyncProducer) MultiSend(brokerID int, produces []protocol.ProduceRequest) error {
 	for i := range produces {

@@ -82,7 +82,7 @@ func TestSendIsOneProduceWithTheWholeBatch(t *testing.T) {
 	if r.Topic != "topic1" || r.Partition != -1 {
 		t.Fatalf("got topic %q partition %d, want topic1 -1", r.Topic, r.Partition)
 	}
-	// SPEC §2: 9 bytes of overhead per magic-0 message.
+	// docs/PROTOCOL.md §2: 9 bytes of overhead per magic-0 message.
 	want := 0
 	for _, m := range msgs {
 		want += message.SizeV0(len(m))

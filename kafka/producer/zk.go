@@ -17,7 +17,7 @@ func init() {
 	}
 }
 
-// ZKDiscovery is the Discovery of zk.connect (paper §3.2, SPEC §7): the brokers are the live nodes under
+// ZKDiscovery is the Discovery of zk.connect (paper §3.2, docs/PROTOCOL.md §7): the brokers are the live nodes under
 // /brokers/ids and a topic's partitions the union of /brokers/topics/<topic>/<brokerid> counts, sorted by
 // broker id then partition number, both kept current by ZooKeeper watches. A topic no broker has registered
 // yet gets partition 0 of every live broker, so its first messages create it there.

@@ -3,7 +3,7 @@ package protocol
 import "fmt"
 
 // ErrorCode is the int16 error field that starts every response payload
-// (SPEC §4). It implements error so a client can return it directly; use
+// (docs/PROTOCOL.md §4). It implements error so a client can return it directly; use
 // Err to turn ErrNone into a nil error.
 type ErrorCode int16
 

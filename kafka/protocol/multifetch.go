@@ -6,7 +6,7 @@ import (
 )
 
 // MultiFetchRequest (id 2) is several FETCHes in one request, which is how a
-// consumer pulls all the partitions it owns on one broker at once (SPEC §6):
+// consumer pulls all the partitions it owns on one broker at once (docs/PROTOCOL.md §6):
 //
 //	int16 count | count FETCH bodies
 //

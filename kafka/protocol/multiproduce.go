@@ -4,7 +4,7 @@ import "encoding/binary"
 
 // MultiProduceRequest (id 3) is several PRODUCEs in one request, one per
 // (topic, partition), which is how the async producer sends a batch grouped by
-// partition (SPEC §7):
+// partition (docs/PROTOCOL.md §7):
 //
 //	int16 count | count PRODUCE bodies
 //

@@ -3,7 +3,7 @@ package protocol
 import "encoding/binary"
 
 // RandomPartition in a PRODUCE asks the broker to pick a partition of the
-// topic at random (SPEC §4, §7: producers configured with a broker list).
+// topic at random (docs/PROTOCOL.md §4, §7: producers configured with a broker list).
 const RandomPartition int32 = -1
 
 // ProduceRequest (id 0) appends one message set to one partition:

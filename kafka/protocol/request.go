@@ -1,5 +1,5 @@
 // Package protocol is the wire protocol between Kafka clients and brokers in
-// the 0.6/0.7 form the NetDB'11 paper describes (SPEC §4).
+// the 0.6/0.7 form the NetDB'11 paper describes (docs/PROTOCOL.md §4).
 //
 // §3.1 "efficient transfer": a producer sends a whole message set in one
 // PRODUCE (or several sets, one per partition, in one MULTIPRODUCE) and does
@@ -36,7 +36,7 @@ import (
 	"io"
 )
 
-// Request ids (SPEC §4).
+// Request ids (docs/PROTOCOL.md §4).
 const (
 	RequestProduce      int16 = 0
 	RequestFetch        int16 = 1

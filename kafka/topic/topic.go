@@ -1,7 +1,7 @@
 // Package topic holds the one rule for topic names, shared by every part of
 // the system that turns a name into something else: the log (a directory
-// "<log.dir>/<topic>-<partition>", SPEC §3), the ZooKeeper registry (a node
-// "/brokers/topics/<topic>", SPEC §5) and the clients (which would otherwise
+// "<log.dir>/<topic>-<partition>", docs/PROTOCOL.md §3), the ZooKeeper registry (a node
+// "/brokers/topics/<topic>", docs/PROTOCOL.md §5) and the clients (which would otherwise
 // send requests the broker silently drops).
 //
 // A name becomes a path, so it is checked before any path is built from it:

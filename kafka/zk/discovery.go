@@ -44,7 +44,7 @@ func ParseBroker(id int, data string) (Broker, error) {
 	return Broker{ID: id, Creator: data[:j], Host: data[j+1 : i], Port: port}, nil
 }
 
-// Partition names one partition of a topic: a broker and the partition's number on that broker (SPEC §5).
+// Partition names one partition of a topic: a broker and the partition's number on that broker (docs/PROTOCOL.md §5).
 type Partition struct {
 	BrokerID  int
 	Partition int
@@ -60,7 +60,7 @@ func comparePartitions(a, b Partition) int {
 	return a.Partition - b.Partition
 }
 
-// Discovery is a producer's view of the broker and topic registries (SPEC §7): it reads /brokers/ids and
+// Discovery is a producer's view of the broker and topic registries (docs/PROTOCOL.md §7): it reads /brokers/ids and
 // /brokers/topics/<topic>, keeps them cached and re-reads them whenever a watch fires, so Partitions costs a
 // map lookup.
 type Discovery struct {
@@ -296,7 +296,7 @@ func (d *Discovery) rebuildLocked() {
 				ps = append(ps, Partition{BrokerID: id, Partition: p})
 			}
 		}
-		if len(ps) == 0 { // SPEC §7: partition 0 of every live broker
+		if len(ps) == 0 { // docs/PROTOCOL.md §7: partition 0 of every live broker
 			for id := range d.brokers {
 				ps = append(ps, Partition{BrokerID: id})
 			}

@@ -3,7 +3,7 @@
 // rebalance process in each consumer when the above events happen, and (3) maintaining the consumption
 // relationship and keeping track of the consumed offset of each partition."
 //
-// The layout is 0.7's (SPEC §5, see paths.go). A broker announces itself with an ephemeral node under
+// The layout is 0.7's (docs/PROTOCOL.md §5, see paths.go). A broker announces itself with an ephemeral node under
 // /brokers/ids and one ephemeral node per topic it serves under /brokers/topics/<topic> (BrokerRegistry). A
 // producer reads those two registries and watches them to learn where a topic's partitions are (Discovery).
 // Consumers keep their group membership, partition ownership and offsets under /consumers/<group> (used by

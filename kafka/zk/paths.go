@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// The ZooKeeper layout of SPEC §5 (paper §3.2: "Kafka uses Zookeeper for ... detecting the addition and the
+// The ZooKeeper layout of docs/PROTOCOL.md §5 (paper §3.2: "Kafka uses Zookeeper for ... detecting the addition and the
 // removal of brokers and consumers, triggering a rebalance process ..., and maintaining the consumption
 // relationship and keeping track of the consumed offset of each partition"). Every path below is relative to
 // the client's chroot (the optional "/chroot" suffix of the connect string).
@@ -53,7 +53,7 @@ func OffsetsPath(group, topic string) string { return ConsumerGroupPath(group) +
 // in decimal.
 func OffsetPath(group, topic, part string) string { return OffsetsPath(group, topic) + "/" + part }
 
-// PartitionName is the registry name "<brokerid>-<partition>" of a partition (SPEC §5: a partition is named by
+// PartitionName is the registry name "<brokerid>-<partition>" of a partition (docs/PROTOCOL.md §5: a partition is named by
 // the broker that holds it and its number on that broker).
 func PartitionName(brokerID, partition int) string {
 	return strconv.Itoa(brokerID) + "-" + strconv.Itoa(partition)

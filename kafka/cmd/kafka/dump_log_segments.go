@@ -56,7 +56,7 @@ func dumpSegment(path string, printPayload bool, out *bufio.Writer) error {
 	if err != nil {
 		return err
 	}
-	// SPEC §3: a segment is named by the offset of its first byte.
+	// docs/PROTOCOL.md §3: a segment is named by the offset of its first byte.
 	base, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(path), ".kafka"), 10, 64)
 	if err != nil {
 		base = 0

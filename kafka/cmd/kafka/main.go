@@ -1,5 +1,5 @@
 // Command kafka is the one command of this Kafka rebuild (paper §3; the
-// tools of Kafka 0.7 listed in SPEC §8) with one subcommand per file:
+// tools of Kafka 0.7 listed in docs/PROTOCOL.md §8) with one subcommand per file:
 //
 //	kafka server-start server.properties [--override key=value]...
 //	kafka console-producer --broker-list 0:localhost:9092 --topic t

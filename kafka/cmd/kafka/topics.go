@@ -26,7 +26,7 @@ func init() {
 // topicsTimeout bounds how long --create waits for the brokers to register the new topic.
 const topicsTimeout = 15 * time.Second
 
-// topics is the later kafka-topics tool on top of 0.7's registry (SPEC §5, §8). 0.7 has no request that
+// topics is the later kafka-topics tool on top of 0.7's registry (docs/PROTOCOL.md §5, §8). 0.7 has no request that
 // creates a topic: a broker creates a topic's partition directory on the first PRODUCE that names it and then
 // registers /brokers/topics/<topic>/<brokerid> with its partition count (num.partitions, or
 // topic.partition.count.map). So --create sends every live broker one empty PRODUCE for each partition

@@ -9,7 +9,7 @@ import (
 
 // Proxy is a TCP relay in front of a server. Cut drops every relayed connection and refuses new ones until
 // Restore: a network partition between one client and ZooKeeper, so the server expires that client's session
-// while everyone else carries on (how a broker or consumer loses its ephemeral nodes, SPEC §5).
+// while everyone else carries on (how a broker or consumer loses its ephemeral nodes, docs/PROTOCOL.md §5).
 type Proxy struct {
 	target string
 	l      net.Listener
