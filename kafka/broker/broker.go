@@ -23,6 +23,18 @@
 // partition out of range drops that request (logged) and keeps the
 // connection. The fetch error answers are described on (*Broker).Serve.
 //
+// Reading order: one file per request type, named as in kafka/protocol, so
+// a request can be followed by file name from its bytes to the log:
+//
+//	conn.go          the connection loop and the dispatch by request id
+//	produce.go       PRODUCE: protocol/produce.go → log.Log.Append
+//	multiproduce.go  MULTIPRODUCE: each part served as produce.go serves one
+//	fetch.go         FETCH: protocol/fetch.go → log.Log.Read → sendfile
+//	multifetch.go    MULTIFETCH: each part read as fetch.go reads one
+//	offsets.go       OFFSETS: protocol/offsets.go → log.Log.Offsets
+//	logs.go          the connection's cache of partition logs
+//	sendfile_*.go    how headers and log bytes reach the socket
+//
 // Life cycle: New opens the logs (recovering them after an unclean
 // shutdown) and listens; Addr tells the address (port 0 picks a free one);
 // Serve accepts connections until its context is cancelled or Close is

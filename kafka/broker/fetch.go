@@ -1,0 +1,52 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/kafkarepro/kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+)
+
+// handleFetch serves a FETCH (protocol/fetch.go): the header, then the chunk
+// straight from the segment file (§3.1: sendfile, no copy through the
+// broker).
+func (cn *conn) handleFetch(body []byte) error {
+	f, err := cn.dec.Fetch(body)
+	if err != nil {
+		return err
+	}
+	c, code := cn.read(&f, protocol.MaxResponseSize-2)
+	defer c.Release()
+	cn.out = protocol.AppendResponseHeader(cn.out[:0], int(c.Len), code)
+	if err := cn.send.write(cn.out, c.Len > 0); err != nil {
+		return err
+	}
+	return cn.send.sendFile(c.File, c.Pos, c.Len)
+}
+
+// read resolves one fetch to a chunk of a segment file (possibly empty) and
+// the error code to answer with (see (*Broker).Serve). budget caps the size
+// on top of the request's own maxSize. MULTIFETCH reads each part with it.
+func (cn *conn) read(f *protocol.FetchRequest, budget int) (log.Chunk, protocol.ErrorCode) {
+	if f.MaxSize < 0 {
+		return log.Chunk{}, protocol.ErrInvalidFetchSize
+	}
+	l, code := cn.lookup(f.Topic, f.Partition)
+	if l == nil {
+		return log.Chunk{}, code
+	}
+	c, err := l.Read(f.Offset, min(int(f.MaxSize), cn.b.maxFetch, budget))
+	switch {
+	case err == nil:
+		return c, protocol.ErrNone
+	case errors.Is(err, log.ErrOffsetOutOfRange):
+		cn.b.log.Debug("broker: fetch offset out of range", "remote", cn.remote, "err", err)
+		return log.Chunk{}, protocol.ErrOffsetOutOfRange
+	case errors.Is(err, log.ErrInvalidFetchSize):
+		return log.Chunk{}, protocol.ErrInvalidFetchSize
+	default:
+		cn.b.log.Warn("broker: fetch failed", "remote", cn.remote, "topic", f.Topic,
+			"partition", f.Partition, "offset", f.Offset, "err", err)
+		return log.Chunk{}, protocol.ErrUnknown
+	}
+}

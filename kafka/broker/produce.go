@@ -1,0 +1,70 @@
+package broker
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/kafkarepro/kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+)
+
+// handleProduce serves a PRODUCE (protocol/produce.go): one message set
+// appended to one partition's log (§3.1), with no answer.
+func (cn *conn) handleProduce(body []byte) error {
+	p, err := cn.dec.Produce(body)
+	if err != nil {
+		return err
+	}
+	cn.produce(&p)
+	return nil
+}
+
+// produce appends one message set. There is no answer (§5), so problems are
+// only logged: a bad set is refused whole (the log validates every CRC
+// before appending, §3.3), and a bad topic or partition drops the request.
+func (cn *conn) produce(p *protocol.ProduceRequest) {
+	part := p.Partition
+	if part == protocol.RandomPartition {
+		part = int32(rand.IntN(cn.b.logs.Partitions(p.Topic)))
+	}
+	l, err := cn.logFor(p.Topic, part, p.Messages)
+	if err != nil {
+		cn.b.log.Warn("broker: produce request dropped", "remote", cn.remote,
+			"topic", p.Topic, "partition", p.Partition, "bytes", len(p.Messages), "err", err)
+		return
+	}
+	if _, err := l.Append(p.Messages); err != nil {
+		cn.b.log.Warn("broker: message set refused", "remote", cn.remote,
+			"topic", p.Topic, "partition", part, "bytes", len(p.Messages), "err", err)
+	}
+}
+
+// logFor returns the log of a partition, creating it on first produce (0.7
+// created topics on first use). Each connection caches what it looked up,
+// so the hot path is one map lookup with no allocation and no shared lock.
+// Before a partition is created the set is validated, so a corrupt set does
+// not leave an empty partition behind (Append validates it again; that
+// happens once per partition, not per request).
+func (cn *conn) logFor(topic string, partition int32, set []byte) (*log.Log, error) {
+	if l, ok := cn.logs[partKey{topic, partition}]; ok {
+		return l, nil
+	}
+	if _, ok := cn.b.logs.Get(topic, int(partition)); !ok {
+		valid, _, err := message.Validate(set)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", log.ErrInvalidMessage, err)
+		}
+		if valid != len(set) {
+			return nil, fmt.Errorf("%w: %d-byte set ends with a partial message after %d bytes",
+				log.ErrInvalidMessage, len(set), valid)
+		}
+	}
+	l, err := cn.b.logs.GetOrCreate(topic, int(partition))
+	if err != nil {
+		return nil, err
+	}
+	cn.cache(topic, partition, l)
+	cn.b.noteTopic(topic)
+	return l, nil
+}
