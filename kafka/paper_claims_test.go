@@ -1,17 +1,15 @@
 // Tests of the claims of the NetDB'11 paper's §3.1 ("simple storage",
 // "efficient transfer", "stateless broker") and §3.3 ("delivery
-// guarantees"), each against a real broker running in-process on port 0 and
-// spoken to over TCP with our producer and consumer.
+// guarantees"), one sentence of the paper each, against a real broker
+// running in-process (kafka/broker/brokertest) and spoken to over TCP with
+// our producer and consumer. The helpers are in helpers_test.go, so that
+// this file holds the claims and nothing else.
 package kafka_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,140 +19,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/kafka/broker"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
-	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
-
-// testBroker is an in-process broker on 127.0.0.1 and a free port.
-type testBroker struct {
-	b      *broker.Broker
-	addr   string
-	dir    string
-	served chan error
-}
-
-// startBroker starts a broker on log.dir dir with the given server.properties
-// overrides; it is closed (cleanly) at the end of the test unless closed
-// before.
-func startBroker(t *testing.T, dir string, props map[string]string) *testBroker {
-	t.Helper()
-	over := map[string]string{"port": "0", "hostname": "127.0.0.1", "log.dir": dir,
-		"log.default.flush.interval.ms": "20"}
-	for k, v := range props {
-		over[k] = v
-	}
-	cfg, err := broker.LoadConfig("", over)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(cfg, broker.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb := &testBroker{b: b, addr: b.Addr().String(), dir: dir, served: make(chan error, 1)}
-	go func() { tb.served <- b.Serve(context.Background()) }()
-	t.Cleanup(func() { tb.close(t) })
-	return tb
-}
-
-func (tb *testBroker) close(t *testing.T) {
-	if err := tb.b.Close(); err != nil {
-		t.Errorf("broker close: %v", err)
-	}
-}
-
-func (tb *testBroker) producer(t *testing.T) *producer.SyncProducer {
-	t.Helper()
-	cfg := producer.DefaultConfig()
-	cfg.BrokerList = "0:" + tb.addr
-	p, err := producer.NewSync(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
-
-func (tb *testBroker) consumer(t *testing.T) *consumer.SimpleConsumer {
-	c := consumer.NewSimpleConsumer(tb.addr, 10*time.Second)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// waitLatest polls OFFSETS latest (the flushed end) until it reaches want.
-func waitLatest(t *testing.T, c *consumer.SimpleConsumer, topic string, part int32, want int64) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var got int64
-	var err error
-	for time.Now().Before(deadline) {
-		if got, err = c.LatestOffset(topic, part); err == nil && got >= want {
-			if got > want {
-				t.Fatalf("%s-%d: latest offset %d passed the expected %d", topic, part, got, want)
-			}
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("%s-%d: latest offset %d (err %v), want %d", topic, part, got, err, want)
-}
-
-// record is one message as a consumer saw it.
-type record struct {
-	off, next int64
-	payload   []byte
-}
-
-// readAll reads topic/part from offset until it has caught up with the
-// flushed end, failing on any error (a bad CRC included).
-func readAll(t *testing.T, c *consumer.SimpleConsumer, topic string, part int32, from int64, fetchSize int32) []record {
-	t.Helper()
-	it := consumer.NewPartitionIterator(c, topic, part, from, fetchSize)
-	var out []record
-	for it.Poll() {
-		out = append(out, record{it.Offset(), it.NextOffset(), bytes.Clone(it.Payload())})
-	}
-	if it.Err() != nil {
-		t.Fatalf("reading %s-%d from %d: %v", topic, part, from, it.Err())
-	}
-	return out
-}
-
-func payload(i, size int) []byte {
-	p := []byte(fmt.Sprintf("%08d:", i))
-	for len(p) < size {
-		p = append(p, byte('a'+(i+len(p))%26))
-	}
-	return p
-}
-
-func setSize(msgs [][]byte) int64 {
-	n := 0
-	for _, m := range msgs {
-		n += message.SizeV0(len(m))
-	}
-	return int64(n)
-}
-
-func segmentFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.kafka"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(files)
-	return files
-}
 
 // §3.1 "simple storage" and §5: "the overhead of each message is 9 bytes".
 // A segment holds exactly payload + 9 bytes per message, and the log's end
 // offset is that byte count.
 func TestPaper_NineBytesOfOverheadPerMessage(t *testing.T) {
-	tb := startBroker(t, t.TempDir(), nil)
-	p, c := tb.producer(t), tb.consumer(t)
+	tb := startBroker(t, nil)
+	p, c := newProducer(t, tb), newConsumer(t, tb)
 	const n, size, batch = 1000, 200, 50
 	msgs := make([][]byte, 0, batch)
 	for i := 0; i < n; i += batch {
@@ -168,7 +43,7 @@ func TestPaper_NineBytesOfOverheadPerMessage(t *testing.T) {
 	}
 	waitLatest(t, c, "overhead", 0, n*(size+9))
 	var onDisk int64
-	for _, f := range segmentFiles(t, filepath.Join(tb.dir, "overhead-0")) {
+	for _, f := range segmentFiles(t, filepath.Join(tb.Dir, "overhead-0")) {
 		st, err := os.Stat(f)
 		if err != nil {
 			t.Fatal(err)
@@ -185,8 +60,8 @@ func TestPaper_NineBytesOfOverheadPerMessage(t *testing.T) {
 // message ids are increasing but not consecutive. To compute the id of the
 // next message, we have to add the length of the current message to its id."
 func TestPaper_OffsetsAreIncreasingNonConsecutiveBytePositions(t *testing.T) {
-	tb := startBroker(t, t.TempDir(), nil)
-	p, c := tb.producer(t), tb.consumer(t)
+	tb := startBroker(t, nil)
+	p, c := newProducer(t, tb), newConsumer(t, tb)
 	var want int64
 	for i := 0; i < 100; i++ {
 		m := payload(i, 10+i*7%90)
@@ -223,12 +98,12 @@ func TestPaper_OffsetsAreIncreasingNonConsecutiveBytePositions(t *testing.T) {
 // With a flush every 100 messages and no timer, 10 messages stay invisible;
 // at the 100th they all appear.
 func TestPaper_OnlyFlushedMessagesAreVisible(t *testing.T) {
-	tb := startBroker(t, t.TempDir(), map[string]string{
+	tb := startBroker(t, map[string]string{
 		"log.flush.interval": "100", "log.default.flush.interval.ms": "3600000"})
-	c := tb.consumer(t)
+	c := newConsumer(t, tb)
 	// One raw connection: the broker serves a connection's requests in
 	// order, so the OFFSETS answer proves the PRODUCE before it was appended.
-	conn, err := net.Dial("tcp", tb.addr)
+	conn, err := net.Dial("tcp", tb.HostPort())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +132,7 @@ func TestPaper_OnlyFlushedMessagesAreVisible(t *testing.T) {
 	if err != nil || code != protocol.ErrNone || len(resp) != 0 {
 		t.Fatalf("fetch of unflushed messages: code %v, %d bytes, %v; want none", code, len(resp), err)
 	}
-	l, ok := tb.b.Logs().Get("flush", 0)
+	l, ok := tb.Logs().Get("flush", 0)
 	if !ok || l.LogEndOffset() != int64(first) || l.HighWaterMark() != 0 {
 		t.Fatalf("log: written end %d, flushed end %d; want %d and 0", l.LogEndOffset(), l.HighWaterMark(), first)
 	}
@@ -272,30 +147,13 @@ func TestPaper_OnlyFlushedMessagesAreVisible(t *testing.T) {
 	}
 }
 
-// retentionBroker fills a partition of several small segments.
-func retentionBroker(t *testing.T, props map[string]string) (*testBroker, *consumer.SimpleConsumer, int64) {
-	props["log.file.size"] = "2000"
-	tb := startBroker(t, t.TempDir(), props)
-	p, c := tb.producer(t), tb.consumer(t)
-	var end int64
-	for i := 0; i < 60; i++ {
-		batch := [][]byte{payload(3*i, 100), payload(3*i+1, 100), payload(3*i+2, 100)}
-		end += setSize(batch)
-		if err := p.Send("old", 0, batch...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitLatest(t, c, "old", 0, end)
-	return tb, c, end
-}
-
 // §3.1: "a broker doesn't know whether all subscribers have consumed the
 // message. Kafka solves this problem by using a simple time-based SLA for the
 // retention policy. A message is automatically deleted if it has been
 // retained in the broker longer than a certain period."
 func TestPaper_OldSegmentsAreDeletedByTime(t *testing.T) {
 	tb, c, end := retentionBroker(t, map[string]string{"log.retention.hours": "168"})
-	files := segmentFiles(t, filepath.Join(tb.dir, "old-0"))
+	files := segmentFiles(t, filepath.Join(tb.Dir, "old-0"))
 	if len(files) < 5 {
 		t.Fatalf("want several segments, got %d", len(files))
 	}
@@ -306,10 +164,10 @@ func TestPaper_OldSegmentsAreDeletedByTime(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := tb.b.Logs().DeleteOldSegments(time.Now()); n != 3 {
+	if n := tb.Logs().DeleteOldSegments(time.Now()); n != 3 {
 		t.Fatalf("deleted %d segments, want the 3 old ones", n)
 	}
-	left := segmentFiles(t, filepath.Join(tb.dir, "old-0"))
+	left := segmentFiles(t, filepath.Join(tb.Dir, "old-0"))
 	if !slices.Equal(left, files[3:]) {
 		t.Fatalf("segments left %v, want %v", left, files[3:])
 	}
@@ -329,15 +187,15 @@ func TestPaper_OldSegmentsAreDeletedByTime(t *testing.T) {
 // the partition fits the size limit; the end offset does not move.
 func TestPaper_OldSegmentsAreDeletedBySize(t *testing.T) {
 	tb, c, end := retentionBroker(t, map[string]string{"log.retention.size": "5000"})
-	before := segmentFiles(t, filepath.Join(tb.dir, "old-0"))
-	if n := tb.b.Logs().DeleteOldSegments(time.Now()); n == 0 {
+	before := segmentFiles(t, filepath.Join(tb.Dir, "old-0"))
+	if n := tb.Logs().DeleteOldSegments(time.Now()); n == 0 {
 		t.Fatal("nothing deleted although the partition is over its size limit")
 	}
-	l, _ := tb.b.Logs().Get("old", 0)
+	l, _ := tb.Logs().Get("old", 0)
 	if l.Size() > 5000+2000 || l.Size() < 5000-2000 {
 		t.Fatalf("partition holds %d bytes after retention to 5000", l.Size())
 	}
-	after := segmentFiles(t, filepath.Join(tb.dir, "old-0"))
+	after := segmentFiles(t, filepath.Join(tb.Dir, "old-0"))
 	if !slices.Equal(after, before[len(before)-len(after):]) {
 		t.Fatalf("retention did not delete a prefix: %v -> %v", before, after)
 	}
@@ -350,8 +208,8 @@ func TestPaper_OldSegmentsAreDeletedBySize(t *testing.T) {
 // re-consume data" — the broker keeps no consumer state, so a new
 // connection starting at an old offset sees the same bytes.
 func TestPaper_ConsumerCanRewindAndReread(t *testing.T) {
-	tb := startBroker(t, t.TempDir(), nil)
-	p, c := tb.producer(t), tb.consumer(t)
+	tb := startBroker(t, nil)
+	p, c := newProducer(t, tb), newConsumer(t, tb)
 	var end int64
 	for i := 0; i < 50; i++ {
 		m := payload(i, 64)
@@ -371,7 +229,7 @@ func TestPaper_ConsumerCanRewindAndReread(t *testing.T) {
 			t.Fatalf("re-read message %d: %q at %d, want %q at %d (%v)", i, it.Payload(), it.Offset(), first[i].payload, first[i].off, it.Err())
 		}
 	}
-	other := consumer.NewSimpleConsumer(tb.addr, 10*time.Second)
+	other := consumer.NewSimpleConsumer(tb.HostPort(), 10*time.Second)
 	defer other.Close()
 	again := readAll(t, other, "rewind", 0, first[10].off, 10000)
 	if len(again) != 40 || !bytes.Equal(again[0].payload, first[10].payload) {
@@ -383,9 +241,9 @@ func TestPaper_ConsumerCanRewindAndReread(t *testing.T) {
 // error on the broker, Kafka runs a recovery process to remove those messages
 // with inconsistent CRCs."
 func TestPaper_RecoveryRemovesCRCBadTail(t *testing.T) {
-	dir := t.TempDir()
-	tb := startBroker(t, dir, nil)
-	p, c := tb.producer(t), tb.consumer(t)
+	tb := startBroker(t, nil)
+	dir := tb.Dir
+	p, c := newProducer(t, tb), newConsumer(t, tb)
 	var msgs [][]byte
 	for i := 0; i < 30; i++ {
 		msgs = append(msgs, payload(i, 80))
@@ -395,7 +253,9 @@ func TestPaper_RecoveryRemovesCRCBadTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLatest(t, c, "recover", 0, good)
-	tb.close(t)
+	if err := tb.Stop(); err != nil {
+		t.Fatalf("broker close: %v", err)
+	}
 	// Simulate a crash: no clean-shutdown marker, and a tail of one message
 	// whose CRC does not match, one good message after it, and garbage.
 	if err := os.Remove(filepath.Join(dir, ".kafka_cleanshutdown")); err != nil {
@@ -413,8 +273,8 @@ func TestPaper_RecoveryRemovesCRCBadTail(t *testing.T) {
 	f.Write(tail)
 	f.Close()
 
-	tb2 := startBroker(t, dir, nil)
-	c2 := tb2.consumer(t)
+	tb.Restart() // same log.dir and port
+	c2 := newConsumer(t, tb)
 	if st, err := os.Stat(seg); err != nil || st.Size() != good {
 		t.Fatalf("segment after recovery: %v bytes (%v), want %d", st.Size(), err, good)
 	}
@@ -426,7 +286,7 @@ func TestPaper_RecoveryRemovesCRCBadTail(t *testing.T) {
 		t.Fatalf("%d messages after recovery, want 30", len(recs))
 	}
 	// New messages go right after the last good one.
-	p2 := tb2.producer(t)
+	p2 := newProducer(t, tb)
 	if err := p2.Send("recover", 0, []byte("after")); err != nil {
 		t.Fatal(err)
 	}
@@ -440,8 +300,8 @@ func TestPaper_RecoveryRemovesCRCBadTail(t *testing.T) {
 // delivered to a consumer in order." Sequence numbers sent in batches of
 // varying sizes to three partitions come back in order in each.
 func TestPaper_OrderIsKeptWithinAPartition(t *testing.T) {
-	tb := startBroker(t, t.TempDir(), map[string]string{"num.partitions": "3"})
-	p, c := tb.producer(t), tb.consumer(t)
+	tb := startBroker(t, map[string]string{"num.partitions": "3"})
+	p, c := newProducer(t, tb), newConsumer(t, tb)
 	var ends [3]int64
 	seq := [3]int{}
 	for round := 0; round < 300; round++ {
@@ -473,8 +333,8 @@ func TestPaper_OrderIsKeptWithinAPartition(t *testing.T) {
 // §3.3: every message carries a CRC and the broker checks it: a set with one
 // bad message is refused whole, and the sets around it are kept.
 func TestPaper_BrokerRefusesSetWithBadCRC(t *testing.T) {
-	tb := startBroker(t, t.TempDir(), nil)
-	p, c := tb.producer(t), tb.consumer(t)
+	tb := startBroker(t, nil)
+	p, c := newProducer(t, tb), newConsumer(t, tb)
 	a := [][]byte{[]byte("a1"), []byte("a2"), []byte("a3")}
 	var bad []byte
 	for i := 0; i < 5; i++ {
@@ -504,13 +364,4 @@ func TestPaper_BrokerRefusesSetWithBadCRC(t *testing.T) {
 	if want := []string{"a1", "a2", "a3", "c1", "c2"}; !slices.Equal(got, want) {
 		t.Fatalf("log holds %q, want %q", got, want)
 	}
-}
-
-// TestMain silences the brokers' logs unless the test runs with -v.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if !testing.Verbose() {
-		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}
-	os.Exit(m.Run())
 }

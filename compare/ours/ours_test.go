@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/compare/local"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
@@ -41,33 +43,27 @@ func TestNewAndSettings(t *testing.T) {
 	}
 }
 
-func startBroker(t *testing.T) (*System, compare.Server) {
+// startBroker starts our broker in process (brokertest) with the §5
+// experiments' server.properties, and the adapter connected to it.
+func startBroker(t *testing.T) (*System, *brokertest.Broker) {
 	t.Helper()
-	p, err := local.New(local.Options{})
+	props := local.KafkaProperties(0, "")
+	for _, k := range []string{"brokerid", "hostname", "port", "log.dir"} {
+		delete(props, k) // brokertest's: 127.0.0.1, a free port, a temporary log.dir
+	}
+	b := brokertest.Start(t, 0, brokertest.Options{Props: props})
+	ep := compare.Endpoint{Host: "127.0.0.1", Port: b.Addr().(*net.TCPAddr).Port, DataDir: b.Dir, Version: "in-process"}
+	s, err := New(ep, Options{ServerProperties: props})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
-	srv, err := p.Start(context.Background(), "kafka")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	props := srv.(interface{ Properties() map[string]string }).Properties()
-	s, err := New(srv.Endpoint(), Options{ServerProperties: props})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, srv
+	return s, b
 }
 
 // §5 producer and consumer tests at small scale: every message arrives,
 // the disk holds exactly 9 bytes of overhead per message (§3.1), and the
 // consumer reads back exactly what was sent.
-func TestIntegration_ProduceConsume(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts our broker")
-	}
+func TestProduceConsume(t *testing.T) {
 	s, _ := startBroker(t)
 	const n = 20_000
 	for _, batch := range []int{1, 50} {
@@ -105,16 +101,13 @@ func TestIntegration_ProduceConsume(t *testing.T) {
 
 // §3.3: the consumer checks every CRC; a message corrupted on disk ends the
 // test with a checksum error instead of being counted.
-func TestIntegration_ConsumerChecksCRC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts our broker")
-	}
-	s, srv := startBroker(t)
+func TestConsumerChecksCRC(t *testing.T) {
+	s, b := startBroker(t)
 	var sent atomic.Int64
 	if _, err := s.Produce(context.Background(), compare.ProduceSpec{Topic: "crc", Messages: 1000, MessageSize: 200, Batch: 50, Sent: &sent}); err != nil {
 		t.Fatal(err)
 	}
-	seg := filepath.Join(srv.Endpoint().DataDir, "crc-0", "00000000000000000000.kafka")
+	seg := filepath.Join(b.Dir, "crc-0", "00000000000000000000.kafka")
 	f, err := os.OpenFile(seg, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -135,12 +128,9 @@ func TestIntegration_ConsumerChecksCRC(t *testing.T) {
 }
 
 // A broker that is gone: Produce fails with an error instead of hanging.
-func TestIntegration_ProduceToStoppedBroker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts our broker")
-	}
-	s, srv := startBroker(t)
-	if err := srv.Stop(); err != nil {
+func TestProduceToStoppedBroker(t *testing.T) {
+	s, b := startBroker(t)
+	if err := b.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	var sent atomic.Int64

@@ -1,4 +1,4 @@
-package broker
+package broker_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // that another client still produces and fetches, and that nothing was
 // written outside log.dir.
 func TestBadInput(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.MaxRequestBytes = 1 << 20 }, Options{})
+	tb := startBroker(t, map[string]string{"max.socket.request.bytes": "1048576"})
 	good := messageSet(0, 5, 40)
 	corrupt := bytes.Clone(good)
 	corrupt[len(corrupt)-1] ^= 0xff // last payload no longer matches its CRC
@@ -119,12 +119,12 @@ func TestBadInput(t *testing.T) {
 		set := messageSet(i*5, 5, 40)
 		other.produce("ok", 0, set)
 		other.sync()
-		tb.flush(t, "ok", 0)
+		tb.Flush("ok", 0)
 		code, b := other.fetch("ok", 0, total, 1<<20)
 		if code != protocol.ErrNone || !bytes.Equal(b, set) {
 			t.Fatalf("after %s: another client's fetch got code %v, %d bytes; want %d bytes", c.name, code, len(b), len(set))
 		}
 		total += int64(len(set))
-		tb.checkConfined(t)
+		checkConfined(t, tb)
 	}
 }

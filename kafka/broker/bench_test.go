@@ -1,4 +1,4 @@
-package broker
+package broker_test
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 // segment file to the socket. One op is one 300 KB fetch, read whole by the
 // client, which then walks the messages to find where to fetch next.
 func BenchmarkFetchLoopback(b *testing.B) {
-	tb := startBroker(b, nil, Options{}) // 0.7's defaults: socket.send.buffer=102400
+	tb := startBroker(b, nil) // 0.7's defaults: socket.send.buffer=102400
 	l, err := tb.Logs().GetOrCreate("bench", 0)
 	if err != nil {
 		b.Fatal(err)
@@ -71,7 +71,7 @@ func BenchmarkFetchLoopback(b *testing.B) {
 func BenchmarkProduceLoopback(b *testing.B) {
 	for _, batch := range []int{1, 50} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			tb := startBroker(b, nil, Options{})
+			tb := startBroker(b, nil)
 			cl := dial(b, tb.Addr())
 			payload := make([]byte, 200)
 			var set []byte

@@ -1,4 +1,4 @@
-package broker
+package broker_test
 
 import (
 	"bytes"
@@ -9,16 +9,18 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
 	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 func TestProduceFetch(t *testing.T) {
-	tb := startBroker(t, nil, Options{})
+	tb := startBroker(t, nil)
 	cl := dial(t, tb.Addr())
 	set1, set2 := messageSet(0, 10, 50), messageSet(10, 5, 50)
 	cl.produce("test", 0, set1)
@@ -32,7 +34,7 @@ func TestProduceFetch(t *testing.T) {
 	if code, b := cl.fetch("test", 0, 0, 1<<20); code != protocol.ErrNone || len(b) != 0 {
 		t.Fatalf("fetch before flush: code %v, %d bytes; want 0 and nothing", code, len(b))
 	}
-	tb.flush(t, "test", 0)
+	tb.Flush("test", 0)
 	code, b := cl.fetch("test", 0, 0, 1<<20)
 	if code != protocol.ErrNone || !bytes.Equal(b, append(append([]byte{}, set1...), set2...)) {
 		t.Fatalf("fetch: code %v, %d bytes; want the 15 messages produced (%d bytes)", code, len(b), len(set1)+len(set2))
@@ -75,12 +77,12 @@ func TestProduceFetch(t *testing.T) {
 }
 
 func TestFetchErrorCodes(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.NumPartitions = 2; c.MaxRequestBytes = 1 << 20 }, Options{})
+	tb := startBroker(t, map[string]string{"num.partitions": "2", "max.socket.request.bytes": "1048576"})
 	cl := dial(t, tb.Addr())
 	set := messageSet(0, 100, 100)
 	cl.produce("t", 1, set)
 	cl.sync()
-	tb.flush(t, "t", 1)
+	tb.Flush("t", 1)
 	cases := []struct {
 		name   string
 		f      protocol.FetchRequest
@@ -110,20 +112,20 @@ func TestFetchErrorCodes(t *testing.T) {
 	if code, offs := cl.offsets("a/b", 0, protocol.OffsetsLatest, 5); code != protocol.ErrWrongPartition || len(offs) != 0 {
 		t.Errorf("offsets of an invalid topic: %v %v; want code 3", code, offs)
 	}
-	if _, err := os.Stat(filepath.Join(tb.logDir, "nobody-0")); err == nil {
+	if _, err := os.Stat(filepath.Join(tb.Dir, "nobody-0")); err == nil {
 		t.Error("a fetch created a partition directory")
 	}
 }
 
 func TestMultiFetch(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.NumPartitions = 3 }, Options{})
+	tb := startBroker(t, map[string]string{"num.partitions": "3"})
 	cl := dial(t, tb.Addr())
 	sets := [][]byte{messageSet(0, 20, 80), messageSet(100, 7, 300)}
 	cl.produce("m", 0, sets[0])
 	cl.produce("m", 2, sets[1])
 	cl.sync()
-	tb.flush(t, "m", 0)
-	tb.flush(t, "m", 2)
+	tb.Flush("m", 0)
+	tb.Flush("m", 2)
 	cl.send(protocol.MultiFetchRequest{Fetches: []protocol.FetchRequest{
 		{Topic: "m", Partition: 0, MaxSize: 1 << 20},
 		{Topic: "m", Partition: 1, MaxSize: 1 << 20},            // exists, empty
@@ -157,7 +159,7 @@ func TestMultiFetch(t *testing.T) {
 }
 
 func TestRandomPartition(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.NumPartitions = 4 }, Options{})
+	tb := startBroker(t, map[string]string{"num.partitions": "4"})
 	cl := dial(t, tb.Addr())
 	for i := range 200 {
 		cl.produce("r", protocol.RandomPartition, messageSet(i, 1, 10))
@@ -178,7 +180,7 @@ func TestRandomPartition(t *testing.T) {
 // Concurrent fetches of one segment file at different offsets must not
 // disturb each other (docs/PROTOCOL.md §4: sendfile with an explicit offset).
 func TestConcurrentFetchesSameFile(t *testing.T) {
-	tb := startBroker(t, nil, Options{})
+	tb := startBroker(t, nil)
 	cl := dial(t, tb.Addr())
 	const n = 20000
 	set := messageSet(0, n, 100)
@@ -186,7 +188,7 @@ func TestConcurrentFetchesSameFile(t *testing.T) {
 		cl.produce("c", 0, set[off:min(off+100*109, len(set))])
 	}
 	cl.sync()
-	tb.flush(t, "c", 0)
+	tb.Flush("c", 0)
 	l, _ := tb.Logs().Get("c", 0)
 	if l.HighWaterMark() != int64(len(set)) {
 		t.Fatalf("high-water mark %d, want %d", l.HighWaterMark(), len(set))
@@ -221,48 +223,35 @@ func TestConcurrentFetchesSameFile(t *testing.T) {
 }
 
 func TestCleanShutdownMarker(t *testing.T) {
-	tb := startBroker(t, nil, Options{})
+	tb := startBroker(t, nil)
 	cl := dial(t, tb.Addr())
 	cl.produce("s", 0, messageSet(0, 3, 10))
 	cl.sync()
-	marker := filepath.Join(tb.logDir, log.CleanShutdownFile)
+	marker := filepath.Join(tb.Dir, log.CleanShutdownFile)
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("clean-shutdown marker present while running")
 	}
-	if err := tb.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
+	// Stop is Close, then a check that Serve returned nil.
+	if err := tb.Stop(); err != nil {
+		t.Fatalf("Close or Serve: %v", err)
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("no clean-shutdown marker after Close: %v", err)
-	}
-	select {
-	case err := <-tb.served:
-		if err != nil {
-			t.Fatalf("Serve returned %v after Close", err)
-		}
-		tb.served <- nil // for the cleanup
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return after Close")
 	}
 	if !cl.closedByBroker() {
 		t.Fatal("client connection still open after Close")
 	}
 	// The data survived: a new broker on the same log.dir serves it.
-	cfg := tb.Config()
-	b2, err := New(cfg, Options{Logger: tb.log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b2.Close()
-	if l, ok := b2.Logs().Get("s", 0); !ok || l.HighWaterMark() != int64(len(messageSet(0, 3, 10))) {
+	tb.Restart()
+	if l, ok := tb.Logs().Get("s", 0); !ok || l.HighWaterMark() != int64(len(messageSet(0, 3, 10))) {
 		t.Fatalf("after restart: log found %v", ok)
 	}
 }
 
 func TestServeStopsOnContextCancel(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := broker.DefaultConfig()
 	cfg.Hostname, cfg.Port, cfg.LogDir = "127.0.0.1", 0, t.TempDir()
-	b, err := New(cfg, Options{})
+	b, err := broker.New(cfg, broker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,9 +278,9 @@ func TestServeStopsOnContextCancel(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := broker.DefaultConfig()
 	cfg.Hostname, cfg.Port, cfg.LogDir = "127.0.0.1", 0, t.TempDir()
-	b, err := New(cfg, Options{})
+	b, err := broker.New(cfg, broker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,21 +290,21 @@ func TestNewErrors(t *testing.T) {
 	cfg2.LogDir = t.TempDir()
 	_, port, _ := splitHostPort(b.Addr().String())
 	cfg2.Port = port
-	if b2, err := New(cfg2, Options{}); err == nil {
+	if b2, err := broker.New(cfg2, broker.Options{}); err == nil {
 		b2.Close()
-		t.Fatal("New on a busy port succeeded")
+		t.Fatal("broker.New on a busy port succeeded")
 	}
 	cfg2.Port = 0
 	cfg2.NumPartitions = 0
-	if _, err := New(cfg2, Options{}); !errors.Is(err, ErrConfig) {
-		t.Fatalf("New with num.partitions=0: %v, want ErrConfig", err)
+	if _, err := broker.New(cfg2, broker.Options{}); !errors.Is(err, broker.ErrConfig) {
+		t.Fatalf("broker.New with num.partitions=0: %v, want ErrConfig", err)
 	}
 }
 
 // In a MULTIPRODUCE each set stands alone: a corrupt one is refused whole,
 // the others are appended, and the connection stays open.
 func TestMultiProducePartialFailure(t *testing.T) {
-	tb := startBroker(t, func(c *Config) { c.NumPartitions = 2 }, Options{})
+	tb := startBroker(t, map[string]string{"num.partitions": "2"})
 	cl := dial(t, tb.Addr())
 	good := messageSet(0, 4, 30)
 	bad := bytes.Clone(good)
@@ -334,13 +323,13 @@ func TestMultiProducePartialFailure(t *testing.T) {
 	if l1, ok := tb.Logs().Get("mp", 1); ok && l1.LogEndOffset() != 0 {
 		t.Fatalf("partition 1 holds %d bytes of a corrupt set", l1.LogEndOffset())
 	}
-	tb.checkConfined(t)
+	checkConfined(t, tb)
 }
 
 // A fetch asking for more than max.socket.request.bytes gets that many.
 func TestFetchSizeCap(t *testing.T) {
 	const limit = 64 << 10
-	tb := startBroker(t, func(c *Config) { c.MaxRequestBytes = limit }, Options{})
+	tb := startBroker(t, map[string]string{"max.socket.request.bytes": strconv.Itoa(limit)})
 	l, err := tb.Logs().GetOrCreate("cap", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +338,7 @@ func TestFetchSizeCap(t *testing.T) {
 	if _, err := l.Append(set); err != nil {
 		t.Fatal(err)
 	}
-	tb.flush(t, "cap", 0)
+	tb.Flush("cap", 0)
 	cl := dial(t, tb.Addr())
 	code, b := cl.fetch("cap", 0, 0, math.MaxInt32)
 	if code != protocol.ErrNone || !bytes.Equal(b, set[:limit]) {

@@ -1,13 +1,13 @@
-package broker
+package broker_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,76 +15,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
-// testBroker is a broker on 127.0.0.1 with a free port, its log.dir inside a
-// fresh temporary directory (parent) so tests can check nothing is written
-// next to it.
-type testBroker struct {
-	*Broker
-	parent, logDir string
-	served         chan error
+// startBroker starts a broker (brokertest: 127.0.0.1, a free port, log.dir
+// in a fresh temporary directory) with the given server.properties
+// overrides and no flush timer: the tests flush explicitly (tb.Flush).
+func startBroker(t testing.TB, props map[string]string) *brokertest.Broker {
+	t.Helper()
+	p := map[string]string{"log.default.flush.interval.ms": "0"}
+	maps.Copy(p, props)
+	return brokertest.Start(t, 0, brokertest.Options{Props: p})
 }
 
-func startBroker(t testing.TB, mutate func(*Config), opts Options) *testBroker {
+// checkConfined fails if anything exists next to log.dir, in the temporary
+// directory brokertest made for it.
+func checkConfined(t testing.TB, tb *brokertest.Broker) {
 	t.Helper()
-	parent := t.TempDir()
-	cfg := DefaultConfig()
-	cfg.Hostname = "127.0.0.1"
-	cfg.Port = 0
-	cfg.LogDir = filepath.Join(parent, "logs")
-	cfg.FlushIntervalMs = 0 // tests flush explicitly
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-		if testing.Verbose() {
-			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		}
-	}
-	b, err := New(cfg, opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	tb := &testBroker{Broker: b, parent: parent, logDir: cfg.LogDir, served: make(chan error, 1)}
-	go func() { tb.served <- b.Serve(context.Background()) }()
-	t.Cleanup(func() {
-		b.Close()
-		select {
-		case <-tb.served:
-		case <-time.After(10 * time.Second):
-			t.Error("Serve did not return after Close")
-		}
-	})
-	return tb
-}
-
-// flush makes everything appended so far visible to fetches (§3.1: only
-// flushed messages are exposed to consumers).
-func (tb *testBroker) flush(t testing.TB, topic string, partition int) {
-	t.Helper()
-	l, ok := tb.Logs().Get(topic, partition)
-	if !ok {
-		t.Fatalf("no log for %s-%d", topic, partition)
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// checkConfined fails if anything exists in the parent directory other than
-// log.dir and what is under it.
-func (tb *testBroker) checkConfined(t testing.TB) {
-	t.Helper()
-	err := filepath.Walk(tb.parent, func(path string, info os.FileInfo, err error) error {
+	parent := filepath.Dir(tb.Dir)
+	err := filepath.Walk(parent, func(path string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
-		if path != tb.parent && path != tb.logDir && !strings.HasPrefix(path, tb.logDir+string(filepath.Separator)) {
-			return fmt.Errorf("%s was written outside log.dir %s", path, tb.logDir)
+		if path != parent && path != tb.Dir && !strings.HasPrefix(path, tb.Dir+string(filepath.Separator)) {
+			return fmt.Errorf("%s was written outside log.dir %s", path, tb.Dir)
 		}
 		return nil
 	})

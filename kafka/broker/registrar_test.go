@@ -1,4 +1,4 @@
-package broker
+package broker_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 )
 
 type fakeRegistrar struct {
@@ -41,11 +44,11 @@ func (f *fakeRegistrar) get(topic string) (int, bool) {
 
 func TestRegistrar(t *testing.T) {
 	dir := t.TempDir()
-	cfg := DefaultConfig()
+	cfg := broker.DefaultConfig()
 	cfg.Hostname, cfg.Port, cfg.LogDir = "127.0.0.1", 0, dir
 	cfg.TopicPartitions = map[string]int{"new": 3}
 	// A first broker creates topic "old" on disk.
-	b, err := New(cfg, Options{})
+	b, err := broker.New(cfg, broker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,7 @@ func TestRegistrar(t *testing.T) {
 	b.Close()
 
 	reg := &fakeRegistrar{}
-	b, err = New(cfg, Options{Registrar: reg})
+	b, err = broker.New(cfg, broker.Options{Registrar: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +106,8 @@ func (s *stuckRegistrar) Close() error { close(s.closed); return nil }
 // A registrar that hangs must stall neither producers nor Close.
 func TestStuckRegistrar(t *testing.T) {
 	reg := &stuckRegistrar{calls: make(chan string, 100), closed: make(chan struct{})}
-	tb := startBroker(t, nil, Options{Registrar: reg})
+	tb := brokertest.Start(t, 0, brokertest.Options{
+		Registrar: func(broker.Config) (broker.Registrar, error) { return reg, nil }})
 	cl := dial(t, tb.Addr())
 	for i := range 100 {
 		cl.produce(fmt.Sprintf("topic%d", i), 0, messageSet(i, 1, 10))
@@ -116,7 +120,7 @@ func TestStuckRegistrar(t *testing.T) {
 	}
 	<-reg.calls
 	done := make(chan error, 1)
-	go func() { done <- tb.Close() }()
+	go func() { done <- tb.Stop() }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

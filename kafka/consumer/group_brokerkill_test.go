@@ -43,7 +43,7 @@ func startBrokerProcess(t *testing.T, zkc string, id int) (*testBroker, *exec.Cm
 		}
 		logf.Close()
 	})
-	return &testBroker{id: id, port: port}, cmd
+	return &testBroker{id: id, hostPort: fmt.Sprintf("127.0.0.1:%d", port)}, cmd
 }
 
 // TestIntegration_BrokerKilled: a broker process killed with SIGKILL while a group consumes leaves the broker

@@ -3,8 +3,6 @@ package consumer
 import (
 	"bufio"
 	"fmt"
-	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +15,7 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
@@ -25,20 +23,23 @@ import (
 // Helpers of the integration tests: real ZooKeeper (zktest), in-process brokers registered in it, and group
 // members either in process or as separate processes of kafka/internal/testconsumer.
 
+// testBroker is where one of the test's brokers listens; in-process brokers (brokertest) carry their handle,
+// broker processes (startBrokerProcess) do not.
 type testBroker struct {
-	id   int
-	port int
-	b    *broker.Broker
+	id       int
+	hostPort string
+	*brokertest.Broker
 }
 
 // startBroker runs broker id with topic "t" (and any other) at 4 partitions, flushing every 20 ms so that
 // consumers see messages quickly (§3.1: only flushed messages are exposed).
 func startBroker(t *testing.T, zkc string, id int) *testBroker {
 	t.Helper()
-	b := brokertest.StartZK(t, zkc, id, brokertest.Options{
-		NumPartitions: 4, FlushInterval: 1000, FlushIntervalMs: 20, SessionTimeout: 2 * time.Second,
-	})
-	return &testBroker{id: id, port: b.Addr().(*net.TCPAddr).Port, b: b}
+	b := brokertest.Start(t, id, brokertest.Options{ZKConnect: zkc, Props: map[string]string{
+		"num.partitions": "4", "log.flush.interval": "1000", "log.default.flush.interval.ms": "20",
+		"zk.sessiontimeout.ms": "2000",
+	}})
+	return &testBroker{id: id, hostPort: b.HostPort(), Broker: b}
 }
 
 // newProducer returns a sync producer over a static broker list.
@@ -46,7 +47,7 @@ func newProducer(t *testing.T, bs ...*testBroker) *producer.SyncProducer {
 	t.Helper()
 	var list []string
 	for _, b := range bs {
-		list = append(list, fmt.Sprintf("%d:127.0.0.1:%d", b.id, b.port))
+		list = append(list, fmt.Sprintf("%d:%s", b.id, b.hostPort))
 	}
 	cfg := producer.DefaultConfig()
 	cfg.BrokerList = strings.Join(list, ",")

@@ -296,7 +296,9 @@ func TestIntegration_GroupsBrokersOffsets(t *testing.T) {
 	drain(t, 15*time.Second, second, gb)
 
 	// A broker dies: it leaves the registry, the group keeps reading the other.
-	b1.b.Close()
+	if err := b1.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 10*time.Second, "broker 1 to leave the registry", func() bool {
 		ok, _, _ := c.Exists(zk.BrokerIDPath(1))
 		return !ok

@@ -2,13 +2,12 @@ package producer_test
 
 import (
 	"fmt"
-	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
@@ -18,9 +17,10 @@ import (
 
 // startBroker runs a real broker registered in ZooKeeper, with numParts partitions per new topic and a flush
 // after every message (so a consumer sees everything at once).
-func startBroker(t *testing.T, connect string, id, numParts int) *broker.Broker {
+func startBroker(t *testing.T, connect string, id, numParts int) *brokertest.Broker {
 	t.Helper()
-	return brokertest.StartZK(t, connect, id, brokertest.Options{NumPartitions: numParts, FlushInterval: 1})
+	return brokertest.Start(t, id, brokertest.Options{ZKConnect: connect,
+		Props: map[string]string{"num.partitions": strconv.Itoa(numParts), "log.flush.interval": "1"}})
 }
 
 // waitPartitions waits until discovery shows want partitions for topic.

@@ -2,9 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
@@ -73,18 +70,8 @@ func TestDumpLogSegmentsOnACorruptFile(t *testing.T) {
 // console-producer, get-offset-shell and simple-consumer-shell against an
 // in-process broker.
 func TestConsoleProducerAndShells(t *testing.T) {
-	cfg, err := broker.LoadConfig("", map[string]string{"port": "0", "hostname": "127.0.0.1",
-		"log.dir": t.TempDir(), "log.default.flush.interval.ms": "10"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(cfg, broker.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	go b.Serve(context.Background())
-	addr := b.Addr().String()
+	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.default.flush.interval.ms": "10"}})
+	addr := b.HostPort()
 	if code, _, errOut := runCmd("first\nsecond\n\nfourth", "console-producer", "--broker-list", addr, "--topic", "lines", "--batch-size", "2"); code != 0 {
 		t.Fatalf("console-producer: %d %s", code, errOut)
 	}

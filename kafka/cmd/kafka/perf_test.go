@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 )
 
 // The tenths of a run: marks land on the first count reaching each tenth,
@@ -101,18 +98,8 @@ func resultFields(t *testing.T, out string) map[string]string {
 // 3 s so that a tail of fewer than log.flush.interval messages (see
 // docs/PERFORMANCE.md, "The final flush wait") does not slow the test.
 func TestPerfProducerThenConsumer(t *testing.T) {
-	cfg, err := broker.LoadConfig("", map[string]string{"port": "0", "hostname": "127.0.0.1", "log.dir": t.TempDir(),
-		"log.default.flush.interval.ms": "20"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(cfg, broker.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	go b.Serve(context.Background())
-	addr := b.Addr().String()
+	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.default.flush.interval.ms": "20"}})
+	addr := b.HostPort()
 
 	// 2000 = 4 flush intervals of 500: the last append triggers a flush.
 	for _, batch := range []string{"50", "1"} {

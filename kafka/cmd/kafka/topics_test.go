@@ -2,22 +2,23 @@ package main
 
 import (
 	"bytes"
-	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
 // zkBroker runs an in-process broker registered in ZooKeeper with numParts partitions per topic.
-func zkBroker(t *testing.T, connect string, id, numParts int) *broker.Broker {
+func zkBroker(t *testing.T, connect string, id, numParts int) *brokertest.Broker {
 	t.Helper()
-	return brokertest.StartZK(t, connect, id, brokertest.Options{NumPartitions: numParts, FlushInterval: 1})
+	return brokertest.Start(t, id, brokertest.Options{ZKConnect: connect,
+		Props: map[string]string{"num.partitions": strconv.Itoa(numParts), "log.flush.interval": "1"}})
 }
 
 func runKafka(t *testing.T, args ...string) (string, string, int) {
