@@ -74,6 +74,12 @@ var (
 	// ErrSegmentGap: consecutive segment files do not tile the logical log
 	// (start[i] + size[i] != start[i+1]).
 	ErrSegmentGap = errors.New("log: segments do not tile")
+	// ErrStorage: writing or fsyncing the partition's files failed (a full
+	// disk, an I/O error). The append that hit it was undone, and the
+	// partition refuses appends until a probe write succeeds (after an
+	// fsync failure, until the broker restarts); the error wraps the cause.
+	// Reads are not affected.
+	ErrStorage = errors.New("log: storage error")
 )
 
 // ValidateTopic reports whether name may be used as a topic. A topic name

@@ -13,7 +13,7 @@
 // On disk (docs/PROTOCOL.md §3):
 //
 //	<log.dir>/
-//	├── .kafka_cleanshutdown            written by Manager.Close, removed at start
+//	├── .kafka_cleanshutdown            written by Manager.Close (each partition's last segment and size), removed at start
 //	├── clicks-0/                       topic "clicks", partition 0
 //	│   ├── 00000000000000000000.kafka  messages at offsets [0, 536870912)
 //	│   ├── 00000000000536870912.kafka  messages at offsets [536870912, 1073741851)
@@ -55,7 +55,17 @@
 // §3.3: every message carries a CRC. Append refuses a set whose CRCs do not
 // match, and after an unclean shutdown (no .kafka_cleanshutdown marker) the
 // last segment of every partition is scanned and truncated at the first
-// message with a bad length, bad magic or inconsistent CRC.
+// message with a bad length, bad magic or inconsistent CRC. The marker
+// records where each partition's last segment ends; after a clean shutdown
+// a segment is trusted without a scan only if its file still ends there
+// (marker.go).
+//
+// Storage errors (failure.go): a write that fails or stops short, on a full
+// disk say, is undone by truncating the file back to the last whole set and
+// fsyncing it, so the log is exactly as before the append. The partition
+// then refuses appends with ErrStorage, all of them, so that no later set is
+// stored after a refused one (a hole), until a probe finds room for the
+// write that failed; after a failed fsync, until the broker restarts.
 //
 // Read hands out a Chunk, a (file, position, length) window inside one
 // segment that the broker passes to sendfile; a Chunk pins its segment's file

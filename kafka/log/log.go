@@ -1,11 +1,13 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
@@ -23,13 +25,17 @@ const writeBufferSize = 64 << 10
 type Log struct {
 	dir string
 	cfg Config
+	st  storage // how the append path writes, truncates and syncs files
+
+	retryEvery time.Duration // storageRetryInterval, shorter in tests
 
 	// mu serializes appends, rolls and deletions, and guards the fields
 	// below it. Readers do not take it.
 	mu       sync.Mutex
-	buf      []byte // bytes of the active segment not yet written to its file
-	written  int64  // bytes of the active segment already in its file
-	appended int64  // messages appended since the log was opened
+	buf      []byte   // bytes of the active segment not yet written to its file
+	written  int64    // bytes of the active segment already in its file
+	appended int64    // messages appended since the log was opened
+	failed   *failure // non-nil while a storage error keeps appends out (failure.go)
 
 	segs   atomic.Pointer[[]*segment] // sorted by start; replaced, never modified
 	leo    atomic.Int64               // log end offset: everything appended
@@ -49,19 +55,29 @@ type Log struct {
 // byte found on disk counts as flushed. Open starts a flusher goroutine;
 // Close stops it.
 func Open(dir string, cfg Config, recover bool) (*Log, error) {
+	return open(dir, cfg, recover, nil, osStorage{})
+}
+
+// open is Open with the Manager's clean-shutdown check: with expect set
+// (and recover not), the last segment is scanned only if its start or size
+// differ from what the clean shutdown recorded (see loadSegments). st is
+// osStorage{} except in tests.
+func open(dir string, cfg Config, recover bool, expect *segmentRecord, st storage) (*Log, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	segs, err := loadSegments(dir, recover)
+	segs, err := loadSegments(dir, recover, expect)
 	if err != nil {
 		return nil, err
 	}
 	l := &Log{
-		dir:     dir,
-		cfg:     cfg,
-		buf:     make([]byte, 0, writeBufferSize),
-		flushCh: make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		dir:        dir,
+		cfg:        cfg,
+		st:         st,
+		retryEvery: storageRetryInterval,
+		buf:        make([]byte, 0, writeBufferSize),
+		flushCh:    make(chan struct{}, 1),
+		done:       make(chan struct{}),
 	}
 	last := segs[len(segs)-1]
 	l.written = last.size.Load()
@@ -81,7 +97,9 @@ func (l *Log) Dir() string { return l.dir }
 // bad CRC, a bad magic or a partial tail is refused whole (ErrInvalidMessage
 // wrapping the cause), so the log never holds a message a consumer would
 // reject. An empty set appends nothing. The bytes become readable only once
-// flushed (see HighWaterMark).
+// flushed (see HighWaterMark). A storage error leaves the log as it was and
+// is ErrStorage wrapping the cause; so is every append while the partition
+// stays failed (failure.go).
 func (l *Log) Append(set []byte) (offset int64, err error) {
 	// §3.3: every message carries a CRC; check them all before writing any.
 	count, err := message.ValidateWhole(set)
@@ -93,9 +111,30 @@ func (l *Log) Append(set []byte) (offset int64, err error) {
 	}
 
 	l.mu.Lock()
+	offset, due, err := l.appendLocked(set, count)
+	if err != nil && l.failed != nil {
+		l.failed.refused++
+	}
+	l.mu.Unlock()
+
+	if due {
+		// §3.1: flush after a number of messages. The fsync runs on the
+		// flusher goroutine, so this producer does not wait for the disk.
+		l.signalFlush()
+	}
+	return offset, err
+}
+
+// appendLocked is Append after validation, under l.mu. due reports that a
+// flush should be signalled. A storage error leaves the log as it was
+// before the call (writeAt undoes a partial write) and fails the partition:
+// until a probe write succeeds, appends get ErrStorage (failure.go).
+func (l *Log) appendLocked(set []byte, count int) (offset int64, due bool, err error) {
 	if l.closed.Load() {
-		l.mu.Unlock()
-		return 0, fmt.Errorf("%w: append to %s", ErrClosed, l.dir)
+		return 0, false, fmt.Errorf("%w: append to %s", ErrClosed, l.dir)
+	}
+	if err := l.healLocked(false); err != nil {
+		return 0, false, err
 	}
 	segs := *l.segs.Load()
 	active := segs[len(segs)-1]
@@ -104,21 +143,18 @@ func (l *Log) Append(set []byte) (offset int64, err error) {
 	// past log.file.size.
 	if active.size.Load() >= l.cfg.FileSize {
 		if active, err = l.rollLocked(); err != nil {
-			l.mu.Unlock()
-			return 0, err
+			return 0, false, err
 		}
 	}
 	offset = l.leo.Load()
 	if len(l.buf)+len(set) > cap(l.buf) {
-		if err := l.drainLocked(active); err != nil {
-			l.mu.Unlock()
-			return 0, err
+		if err := l.drainLocked(active, int64(len(set))); err != nil {
+			return 0, false, err
 		}
 	}
 	if len(set) >= cap(l.buf) {
-		if _, err := active.file.WriteAt(set, l.written); err != nil {
-			l.mu.Unlock()
-			return 0, fmt.Errorf("log: append %d bytes to %s at position %d: %w", len(set), active.path, l.written, err)
+		if err := writeAt(l.st, active, set, l.written); err != nil {
+			return 0, false, l.failLocked(err, int64(len(set)), false)
 		}
 		l.written += int64(len(set))
 	} else {
@@ -134,26 +170,20 @@ func (l *Log) Append(set []byte) (offset int64, err error) {
 	before := l.appended
 	l.appended += int64(count)
 	n := int64(l.cfg.FlushInterval)
-	due := n > 0 && before/n != l.appended/n
-	l.mu.Unlock()
-
-	if due {
-		// §3.1: flush after a number of messages. The fsync runs on the
-		// flusher goroutine, so this producer does not wait for the disk.
-		l.signalFlush()
-	}
-	return offset, nil
+	return offset, n > 0 && before/n != l.appended/n, nil
 }
 
 // drainLocked writes the buffer to the active segment's file. l.mu is held.
-// On error the buffer is kept and the next drain rewrites it at the same
-// position.
-func (l *Log) drainLocked(active *segment) error {
+// On error the file is cut back to what it held before, the buffer (bytes
+// of appends already accepted) is kept for the drain after the partition
+// heals, and the partition fails; the probe must then find room for the
+// buffer plus the extra bytes the caller is about to write.
+func (l *Log) drainLocked(active *segment, extra int64) error {
 	if len(l.buf) == 0 {
 		return nil
 	}
-	if _, err := active.file.WriteAt(l.buf, l.written); err != nil {
-		return fmt.Errorf("log: write %d buffered bytes to %s at position %d: %w", len(l.buf), active.path, l.written, err)
+	if err := writeAt(l.st, active, l.buf, l.written); err != nil {
+		return l.failLocked(err, int64(len(l.buf))+extra, false)
 	}
 	l.written += int64(len(l.buf))
 	l.buf = l.buf[:0]
@@ -169,16 +199,16 @@ func (l *Log) drainLocked(active *segment) error {
 func (l *Log) rollLocked() (*segment, error) {
 	segs := *l.segs.Load()
 	old := segs[len(segs)-1]
-	if err := l.drainLocked(old); err != nil {
+	if err := l.drainLocked(old, 0); err != nil {
 		return nil, err
 	}
-	if err := old.file.Sync(); err != nil {
-		return nil, fmt.Errorf("log: fsync %s before rolling: %w", old.path, err)
+	if err := l.st.Sync(old.file); err != nil {
+		return nil, l.failLocked(fmt.Errorf("fsync %s before rolling: %w", old.path, err), 0, true)
 	}
 	l.raiseHighWaterMark(old.end())
 	s, err := createSegment(l.dir, l.leo.Load())
 	if err != nil {
-		return nil, err
+		return nil, l.failLocked(err, 0, false)
 	}
 	next := make([]*segment, len(segs)+1)
 	copy(next, segs)
@@ -203,7 +233,10 @@ func (l *Log) flushLoop() {
 	for {
 		select {
 		case <-l.flushCh:
-			if err := l.flush(); err != nil {
+			// A storage error was logged once, as the partition failed
+			// (failLocked); the timer keeps waking this loop while it
+			// stays failed, so it is not logged again here.
+			if err := l.flush(false); err != nil && !errors.Is(err, ErrStorage) {
 				slog.Error("log: background flush failed", "dir", l.dir, "err", err)
 			}
 		case <-l.done:
@@ -218,18 +251,24 @@ func (l *Log) Flush() error {
 	if l.closed.Load() {
 		return fmt.Errorf("%w: flush %s", ErrClosed, l.dir)
 	}
-	return l.flush()
+	return l.flush(false)
 }
 
-func (l *Log) flush() error {
+// flush is Flush. A failed partition first probes (at most once per
+// storageRetryInterval, or now with force) and flushes only once healed.
+func (l *Log) flush(force bool) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 
 	// Under the append lock only long enough to write out the buffer (one
 	// write) and note the size S to publish.
 	l.mu.Lock()
+	if err := l.healLocked(force); err != nil {
+		l.mu.Unlock()
+		return err
+	}
 	segs := *l.segs.Load()
-	if err := l.drainLocked(segs[len(segs)-1]); err != nil {
+	if err := l.drainLocked(segs[len(segs)-1], 0); err != nil {
 		l.mu.Unlock()
 		return err
 	}
@@ -244,14 +283,17 @@ func (l *Log) flush() error {
 
 	var err error
 	for i, s := range toSync {
-		if e := s.file.Sync(); e != nil && err == nil {
-			err = fmt.Errorf("log: fsync %s: %w", s.path, e)
+		if e := l.st.Sync(s.file); e != nil && err == nil {
+			err = fmt.Errorf("fsync %s: %w", s.path, e)
 		}
 		s.release()
 		toSync[i] = nil
 	}
 	l.toSync = toSync[:0]
 	if err != nil {
+		l.mu.Lock()
+		err = l.failLocked(err, 0, true)
+		l.mu.Unlock()
 		return err
 	}
 	// §3.1: messages are only exposed to consumers after they are flushed.
@@ -342,7 +384,7 @@ func (l *Log) Close() error {
 	}
 	close(l.done)
 	l.wg.Wait()
-	err := l.flush()
+	err := l.flush(true) // a failed partition gets one last probe
 	l.mu.Lock()
 	for _, s := range *l.segs.Load() {
 		s.release()

@@ -26,6 +26,7 @@ type partitionKey struct {
 type Manager struct {
 	dir string
 	cfg Config
+	st  storage // osStorage{} except in tests
 
 	mu     sync.RWMutex
 	logs   map[partitionKey]*Log
@@ -42,6 +43,11 @@ type Manager struct {
 // directories are logged and left alone. NewManager starts the flush-timer
 // and retention goroutines; Close stops them.
 func NewManager(dir string, cfg Config) (*Manager, error) {
+	return openManager(dir, cfg, osStorage{})
+}
+
+// openManager is NewManager with the storage the partitions write through.
+func openManager(dir string, cfg Config, st storage) (*Manager, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -49,17 +55,23 @@ func NewManager(dir string, cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("log: create log directory %s: %w", dir, err)
 	}
 	marker := filepath.Join(dir, CleanShutdownFile)
-	_, statErr := os.Stat(marker)
-	clean := statErr == nil
-	if !clean {
+	records, clean, err := readMarker(marker)
+	if err != nil {
+		slog.Warn("log: unreadable clean-shutdown marker, recovering the last segment of every partition", "err", err)
+		records = nil
+	}
+	switch {
+	case !clean:
 		slog.Info("log: no clean-shutdown marker, recovering the last segment of every partition", "dir", dir)
+	case records == nil:
+		slog.Info("log: clean-shutdown marker without segment sizes, recovering the last segment of every partition", "dir", dir)
 	}
 
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("log: list log directory %s: %w", dir, err)
 	}
-	m := &Manager{dir: dir, cfg: cfg, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
+	m := &Manager{dir: dir, cfg: cfg, st: st, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
 	for _, e := range entries {
 		if e.Name() == CleanShutdownFile {
 			continue
@@ -69,7 +81,14 @@ func NewManager(dir string, cfg Config) (*Manager, error) {
 			slog.Warn("log: ignoring stray entry in log directory", "dir", dir, "name", e.Name())
 			continue
 		}
-		l, err := Open(filepath.Join(dir, e.Name()), cfg, !clean)
+		// A partition the marker does not list (or every one, without a
+		// list) is recovered; a listed one is checked against its record.
+		rec, listed := records[e.Name()]
+		var expect *segmentRecord
+		if listed {
+			expect = &rec
+		}
+		l, err := open(filepath.Join(dir, e.Name()), cfg, !listed, expect, st)
 		if err != nil {
 			m.closeLogs()
 			return nil, fmt.Errorf("log: load partition %s of %s: %w", e.Name(), dir, err)
@@ -86,7 +105,7 @@ func NewManager(dir string, cfg Config) (*Manager, error) {
 			return nil, err
 		}
 	}
-	slog.Info("log: loaded logs", "dir", dir, "partitions", len(m.logs), "recovered", !clean)
+	slog.Info("log: loaded logs", "dir", dir, "partitions", len(m.logs), "cleanShutdown", clean, "recordedPartitions", len(records))
 
 	if cfg.FlushIntervalMs > 0 {
 		m.wg.Add(1)
@@ -142,7 +161,7 @@ func (m *Manager) GetOrCreate(topic string, partition int) (*Log, error) {
 	if l, ok := m.logs[key]; ok {
 		return l, nil
 	}
-	l, err := Open(filepath.Join(m.dir, partitionDirName(topic, partition)), m.cfg, false)
+	l, err := open(filepath.Join(m.dir, partitionDirName(topic, partition)), m.cfg, false, nil, m.st)
 	if err != nil {
 		return nil, err
 	}
@@ -250,9 +269,10 @@ func (m *Manager) closeLogs() error {
 	return errors.Join(errs...)
 }
 
-// Close stops the timers, flushes and closes every partition and, if all of
-// that succeeded, writes the clean-shutdown marker so that the next start
-// skips recovery. Closing twice is a no-op.
+// Close stops the timers, flushes and closes every partition, and writes
+// the clean-shutdown marker listing the last segment of each partition that
+// closed without error (marker.go), so the next start scans only the others
+// and any whose files no longer match. Closing twice is a no-op.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -264,19 +284,24 @@ func (m *Manager) Close() error {
 	close(m.stop)
 	m.wg.Wait()
 
-	if err := m.closeLogs(); err != nil {
-		return fmt.Errorf("log: close %s without a clean-shutdown marker: %w", m.dir, err)
+	var errs []error
+	records := make(map[string]segmentRecord, len(m.logs))
+	for _, l := range m.logs {
+		if err := l.Close(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		segs := *l.segs.Load()
+		last := segs[len(segs)-1]
+		records[filepath.Base(l.dir)] = segmentRecord{last.start, last.size.Load()}
 	}
-	marker := filepath.Join(m.dir, CleanShutdownFile)
-	f, err := os.Create(marker)
-	if err != nil {
-		return fmt.Errorf("log: write clean-shutdown marker %s: %w", marker, err)
+	if err := writeMarker(filepath.Join(m.dir, CleanShutdownFile), records); err != nil {
+		errs = append(errs, err)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("log: write clean-shutdown marker %s: %w", marker, err)
-	}
-	if err := syncDir(m.dir); err != nil {
-		return err
+	if err := errors.Join(errs...); err != nil {
+		slog.Error("log: shutdown with errors; the partitions concerned are recovered at the next start",
+			"dir", m.dir, "partitions", len(m.logs), "closedCleanly", len(records), "err", err)
+		return fmt.Errorf("log: close %s: %w", m.dir, err)
 	}
 	slog.Info("log: clean shutdown", "dir", m.dir, "partitions", len(m.logs))
 	return nil

@@ -13,10 +13,22 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
+// segmentRecord is what a clean shutdown records of a partition's last
+// segment (manager.go): where it starts and how many bytes it holds.
+type segmentRecord struct {
+	start, size int64
+}
+
 // loadSegments opens every segment file of the partition directory dir
 // (creating dir and a first empty segment if there are none), recovers the
 // last one if asked, and checks that the segments tile the logical log.
-func loadSegments(dir string, recover bool) ([]*segment, error) {
+//
+// Without recover but with expect (the clean-shutdown record), the last
+// segment is trusted only if it starts and ends where the record says. If
+// not (a write that failed and could not be undone leaves a file longer
+// than the log), it is scanned, but no further than the recorded size when
+// the start agrees: bytes past the end of a clean shutdown are not the log's.
+func loadSegments(dir string, recover bool, expect *segmentRecord) ([]*segment, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log: create partition directory %s: %w", dir, err)
 	}
@@ -59,8 +71,18 @@ func loadSegments(dir string, recover bool) ([]*segment, error) {
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].start < segs[j].start })
 
+	last := segs[len(segs)-1]
+	limit := last.size.Load()
+	if !recover && expect != nil && (expect.start != last.start || expect.size != limit) {
+		slog.Warn("log: last segment disagrees with the clean-shutdown record, scanning it",
+			"segment", last.path, "recordedStart", expect.start, "recordedBytes", expect.size, "fileBytes", limit)
+		recover = true
+		if expect.start == last.start {
+			limit = min(limit, expect.size)
+		}
+	}
 	if recover {
-		if err := recoverSegment(segs[len(segs)-1]); err != nil {
+		if err := recoverSegment(last, limit); err != nil {
 			closeAll()
 			return nil, err
 		}
@@ -77,16 +99,19 @@ func loadSegments(dir string, recover bool) ([]*segment, error) {
 	return segs, nil
 }
 
-// recoverSegment scans s from its start and truncates it just after the
-// last good message (paper §3.3: "Kafka runs a recovery process to remove
-// those messages with inconsistent CRCs"). The scan stops at a length too
-// short for a message, a message running past the end of the file, an
-// unknown magic or a CRC mismatch.
-func recoverSegment(s *segment) error {
+// recoverSegment scans the first limit bytes of s and truncates it just
+// after the last good message (paper §3.3: "Kafka runs a recovery process
+// to remove those messages with inconsistent CRCs"). The scan stops at a
+// length too short for a message, a message running past limit, an unknown
+// magic or a CRC mismatch.
+func recoverSegment(s *segment, limit int64) error {
 	size := s.size.Load()
-	good, reason, err := scanValid(s.file, size)
+	good, reason, err := scanValid(s.file, limit)
 	if err != nil {
 		return fmt.Errorf("log: recover %s: %w", s.path, err)
+	}
+	if good < size && reason == "" {
+		reason = "past the end recorded at the clean shutdown"
 	}
 	if good == size {
 		slog.Info("log: recovered segment intact", "segment", s.path, "bytes", size)

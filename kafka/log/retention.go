@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -97,7 +98,9 @@ func (l *Log) DeleteOldSegments(now time.Time) (deleted int, err error) {
 	if l.closed.Load() {
 		return 0, fmt.Errorf("%w: delete old segments of %s", ErrClosed, l.dir)
 	}
-	if err := l.flush(); err != nil {
+	// A failed partition still applies retention: deleting old segments
+	// is what may give a full disk its space back.
+	if err := l.flush(false); err != nil && !errors.Is(err, ErrStorage) {
 		return 0, err
 	}
 	l.mu.Lock()

@@ -40,6 +40,7 @@ func createSegment(dir string, start int64) (*segment, error) {
 	}
 	if err := syncDir(dir); err != nil {
 		f.Close()
+		os.Remove(path) // so that the next try can create it again
 		return nil, err
 	}
 	return newSegment(start, path, f, 0), nil
