@@ -48,6 +48,7 @@ perf:
 # is replayed by `go test` itself on every run.
 fuzz:
 	$(GO) test ./kafka/message -run '^$$' -fuzz '^FuzzMessageSet$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./kafka/message -run '^$$' -fuzz '^FuzzDecompress$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./kafka/protocol -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME)
 
 # Fails if a hot-path benchmark allocates per message.

@@ -3,151 +3,186 @@ package message
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"sync"
 )
 
-// Compression (Kafka 0.7, docs/PROTOCOL.md §2): a batch is encoded as a message set,
-// compressed as one stream, and wrapped in one magic-1 message with the
-// codec bits set. The wrapper's CRC covers the compressed bytes.
+// Compression (Kafka 0.7, docs/PROTOCOL.md §2): a batch is encoded as a
+// message set, compressed as one stream, and wrapped in one magic-1 message
+// with the codec bits set. The wrapper's CRC covers the compressed bytes.
+//
+//	gzip   (1): the payload is a gzip stream (RFC 1952) of the inner set.
+//	snappy (2): the payload is snappy-java's stream format, or one raw
+//	            snappy block (see snappy.go).
+//
+// A wrapper holds plain messages only: a wrapper inside a wrapper is refused
+// (ErrNestedWrapper), as 0.7's consumer could not unpack one either.
+
+// MaxDecompressedSize is the most a wrapper may inflate to: 64 MiB. A
+// payload that would grow past it is refused with ErrTooLarge, before its
+// bytes are produced (snappy states its length up front) or as soon as the
+// limit is crossed (gzip), so a small hostile message cannot make a reader
+// allocate without bound. Our producer refuses to build a wrapper whose inner
+// set exceeds it, so it never writes what its own consumer would refuse.
+// 64 MiB is 64 times 0.7's largest message (max.message.size, 1,000,000
+// bytes) and far above a batch of 200 ordinary messages.
+const MaxDecompressedSize = 64 << 20
+
+// More sentinel errors of compression.
+var (
+	// ErrBadPayload: a wrapper's compressed payload does not decode.
+	ErrBadPayload = errors.New("message: compressed payload does not decode")
+	// ErrTooLarge: a wrapper would inflate beyond MaxDecompressedSize.
+	ErrTooLarge = errors.New("message: compressed payload inflates beyond the limit")
+	// ErrNestedWrapper: a compressed wrapper holds another compressed wrapper.
+	ErrNestedWrapper = errors.New("message: compressed wrapper inside a compressed wrapper")
+	// ErrNotWrapper: Decompress was given a magic-0 message.
+	ErrNotWrapper = errors.New("message: not a wrapper")
+)
 
 // Compress wraps set in one magic-1 message compressed with codec.
 func Compress(codec Codec, set []byte) ([]byte, error) {
+	return AppendCompressed(nil, codec, set)
+}
+
+// AppendCompressed appends to dst one magic-1 wrapper holding set compressed
+// with codec. Compressing into a reused dst spares the copy and, for
+// snappy, every allocation.
+func AppendCompressed(dst []byte, codec Codec, set []byte) ([]byte, error) {
+	if len(set) > MaxDecompressedSize {
+		return dst, fmt.Errorf("%w: inner set of %d bytes, limit %d", ErrTooLarge, len(set), MaxDecompressedSize)
+	}
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, MagicV1, byte(codec)&codecMask, 0, 0, 0, 0)
 	switch codec {
 	case CodecNone:
-		return AppendV1(nil, CodecNone, set), nil
+		dst = append(dst, set...)
 	case CodecGzip:
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		if _, err := zw.Write(set); err != nil {
-			return nil, fmt.Errorf("message: gzip %d bytes: %w", len(set), err)
+		w := appendWriter{dst}
+		zw := gzipWriters.Get().(*gzip.Writer)
+		zw.Reset(&w)
+		_, err := zw.Write(set)
+		if err == nil {
+			err = zw.Close()
 		}
-		if err := zw.Close(); err != nil {
-			return nil, fmt.Errorf("message: gzip %d bytes: %w", len(set), err)
+		gzipWriters.Put(zw)
+		if err != nil {
+			return dst[:start], fmt.Errorf("message: gzip %d bytes: %w", len(set), err)
 		}
-		return AppendV1(nil, CodecGzip, buf.Bytes()), nil
+		dst = w.b
+	case CodecSnappy:
+		dst = appendSnappyStream(dst, set)
 	default:
-		return nil, fmt.Errorf("%w: %v", ErrUnsupportedCodec, codec)
+		return dst[:start], fmt.Errorf("%w: %v", ErrUnsupportedCodec, codec)
 	}
+	payload := dst[start+HeaderSizeV1:]
+	byteOrder.PutUint32(dst[start:], uint32(len(dst)-start-LengthSize))
+	byteOrder.PutUint32(dst[start+HeaderSizeV1-4:], crc32.ChecksumIEEE(payload))
+	return dst, nil
 }
 
-// Decompress returns the inner message set of a compressed wrapper. For an
-// uncompressed message it is an error: there is nothing inside.
+// Decompress returns the inner message set of a wrapper. For a magic-0
+// message it is ErrNotWrapper: there is nothing inside. It checks that the
+// inner set is whole messages that are not themselves compressed; CRCs of
+// the inner messages are left to the caller, as for any set.
 func Decompress(m Message) ([]byte, error) {
+	return AppendDecompressed(nil, m)
+}
+
+// AppendDecompressed appends the inner set of wrapper m to dst (see
+// Decompress); a consumer that reuses dst decompresses without allocating
+// once dst has grown.
+func AppendDecompressed(dst []byte, m Message) ([]byte, error) {
+	if m.Magic() != MagicV1 {
+		return dst, fmt.Errorf("%w: magic-%d message of %d bytes", ErrNotWrapper, m.Magic(), len(m))
+	}
+	start := len(dst)
+	var err error
 	switch c := m.Codec(); c {
-	case CodecGzip:
-		zr, err := gzip.NewReader(bytes.NewReader(m.Payload()))
-		if err != nil {
-			return nil, fmt.Errorf("message: gunzip wrapper of %d bytes: %w", len(m), err)
-		}
-		inner, err := io.ReadAll(zr)
-		if err != nil {
-			return nil, fmt.Errorf("message: gunzip wrapper of %d bytes: %w", len(m), err)
-		}
-		return inner, nil
 	case CodecNone:
-		if m.Magic() == MagicV1 {
-			return m.Payload(), nil
-		}
-		return nil, fmt.Errorf("message: magic-0 message is not a wrapper")
+		dst = append(dst, m.Payload()...)
+	case CodecGzip:
+		dst, err = appendGunzip(dst, m.Payload(), MaxDecompressedSize)
+	case CodecSnappy:
+		dst, err = appendUnsnappy(dst, m.Payload(), MaxDecompressedSize)
 	default:
-		return nil, fmt.Errorf("%w: %v", ErrUnsupportedCodec, c)
+		return dst, fmt.Errorf("%w: %v", ErrUnsupportedCodec, c)
 	}
-}
-
-// DeepIterator walks a message set like Iterator and also unpacks compressed
-// wrappers, yielding their inner messages. Offsets stay those of the log: an
-// inner message reports its wrapper's offset, and its NextOffset is the
-// wrapper's own start for every inner message but the last, which reports the
-// offset after the wrapper. A consumer that commits in the middle of a
-// wrapper therefore replays the whole wrapper: at-least-once (§3.3).
-//
-// It checks every CRC, of wrappers and of inner messages: a mismatch stops
-// iteration with ErrChecksum. Uncompressed sets allocate nothing.
-type DeepIterator struct {
-	outer Iterator
-	inner Iterator
-	inIn  bool  // iterating inside a wrapper
-	wOff  int64 // wrapper offset
-	wNext int64 // offset after the wrapper
-	last  bool  // current inner message is the wrapper's last
-	err   error
-}
-
-// NewDeepIterator returns a deep iterator over set starting at offset base.
-func NewDeepIterator(set []byte, base int64) DeepIterator {
-	return DeepIterator{outer: NewIterator(set, base)}
-}
-
-// Next advances to the next message, descending into wrappers.
-func (d *DeepIterator) Next() bool {
-	if d.err != nil {
-		return false
+	if err != nil {
+		return dst[:start], fmt.Errorf("%v wrapper of %d bytes: %w", m.Codec(), len(m), err)
 	}
+	if err := checkInner(dst[start:]); err != nil {
+		return dst[:start], fmt.Errorf("%v wrapper of %d bytes: %w", m.Codec(), len(m), err)
+	}
+	return dst, nil
+}
+
+// checkInner checks the structure of a wrapper's inner set: whole messages,
+// none of them compressed.
+func checkInner(set []byte) error {
+	it := NewIterator(set, 0)
+	for it.Next() {
+		if c := it.Message().Codec(); c != CodecNone {
+			return fmt.Errorf("%w: inner message at byte %d has codec %v", ErrNestedWrapper, it.Offset(), c)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("%w: inner set: %w", ErrBadPayload, err)
+	}
+	if it.Remaining() != 0 {
+		return fmt.Errorf("%w: inner set of %d bytes ends in a partial message of %d bytes", ErrBadPayload, len(set), it.Remaining())
+	}
+	return nil
+}
+
+// appendGunzip appends the gunzipped p to dst, stopping with ErrTooLarge as
+// soon as more than limit bytes come out.
+func appendGunzip(dst, p []byte, limit int) ([]byte, error) {
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(bytes.NewReader(p))
+	} else {
+		err = zr.Reset(bytes.NewReader(p))
+	}
+	if err != nil {
+		return dst, fmt.Errorf("%w: gzip header: %v", ErrBadPayload, err)
+	}
+	defer gzipReaders.Put(zr)
+	start := len(dst)
 	for {
-		if d.inIn {
-			if d.inner.Next() {
-				if m := d.inner.Message(); !m.Valid() {
-					d.err = fmt.Errorf("%w inside wrapper at offset %d", ErrChecksum, d.wOff)
-					return false
-				}
-				d.last = d.inner.Remaining() == 0
-				return true
-			}
-			if err := d.inner.Err(); err != nil {
-				d.err = fmt.Errorf("inside wrapper at offset %d: %w", d.wOff, err)
-				return false
-			}
-			if d.inner.Remaining() != 0 {
-				d.err = fmt.Errorf("%w: wrapper at offset %d ends in a partial message", ErrTruncated, d.wOff)
-				return false
-			}
-			d.inIn = false
+		// Never ask for more than one byte past the limit, so a hostile
+		// stream costs at most limit+1 bytes of memory.
+		end := start + limit + 1
+		if len(dst) == cap(dst) {
+			dst = growTo(dst, min(max(2*cap(dst), len(dst)+4*len(p), 512), end))
 		}
-		if !d.outer.Next() {
-			d.err = d.outer.Err()
-			return false
+		n, err := zr.Read(dst[len(dst):min(cap(dst), end)])
+		dst = dst[:len(dst)+n]
+		if len(dst)-start > limit {
+			return dst, fmt.Errorf("%w: gzip stream of %d bytes inflates past %d bytes", ErrTooLarge, len(p), limit)
 		}
-		m := d.outer.Message()
-		if !m.Valid() {
-			d.err = fmt.Errorf("%w at offset %d", ErrChecksum, d.outer.Offset())
-			return false
+		if err == io.EOF {
+			return dst, nil
 		}
-		if m.Codec() == CodecNone {
-			return true
-		}
-		inner, err := Decompress(m)
 		if err != nil {
-			d.err = fmt.Errorf("wrapper at offset %d: %w", d.outer.Offset(), err)
-			return false
+			return dst, fmt.Errorf("%w: gzip: %v", ErrBadPayload, err)
 		}
-		d.wOff, d.wNext = d.outer.Offset(), d.outer.NextOffset()
-		d.inner.Reset(inner, 0)
-		d.inIn = true
 	}
 }
 
-// Message is the current (inner or plain) message.
-func (d *DeepIterator) Message() Message {
-	if d.inIn {
-		return d.inner.Message()
-	}
-	return d.outer.Message()
+var (
+	gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+	gzipReaders sync.Pool // *gzip.Reader; gzip.NewReader needs a valid header, so there is no New
+)
+
+// appendWriter is an io.Writer that appends to a byte slice.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
-
-// Offset is the log offset of the current message (its wrapper's, if inside one).
-func (d *DeepIterator) Offset() int64 { return d.outer.Offset() }
-
-// NextOffset is where to resume after the current message (see type doc).
-func (d *DeepIterator) NextOffset() int64 {
-	if d.inIn && !d.last {
-		return d.wOff
-	}
-	return d.outer.NextOffset()
-}
-
-// Err is the error that stopped Next.
-func (d *DeepIterator) Err() error { return d.err }
-
-// Consumed is the number of bytes of whole outer messages passed so far.
-func (d *DeepIterator) Consumed() int { return d.outer.Consumed() }

@@ -2,6 +2,7 @@ package message
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 )
 
@@ -13,6 +14,8 @@ func FuzzMessageSet(f *testing.F) {
 	f.Add(AppendV1(AppendV0(nil, []byte("a")), CodecGzip, []byte("junk")))
 	f.Add([]byte{0, 0, 0, 5, 0, 0, 0, 0, 0})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1})
+	f.Add(fixtureSet(streamFixture()))
+	f.Add(fixtureSet(rawBlockFixture()))
 	f.Fuzz(func(t *testing.T, set []byte) {
 		valid, count, err := Validate(set)
 		if valid < 0 || valid > len(set) {
@@ -40,6 +43,46 @@ func FuzzMessageSet(f *testing.F) {
 		d := NewDeepIterator(set, 0)
 		for d.Next() {
 			_ = d.Message().Payload()
+		}
+	})
+}
+
+// FuzzDecompress feeds arbitrary payloads to both decompressors (gzip, and
+// snappy in both its stream format and raw blocks): they must never panic,
+// never return more than MaxDecompressedSize, and whatever they accept must
+// be a set of whole uncompressed messages that survives a round trip through
+// our own compressor.
+func FuzzDecompress(f *testing.F) {
+	inner := fixtureInner()
+	gz, _ := Compress(CodecGzip, inner)
+	sn, _ := Compress(CodecSnappy, inner)
+	f.Add(uint8(CodecGzip), Message(gz).Payload())
+	f.Add(uint8(CodecSnappy), Message(sn).Payload())
+	f.Add(uint8(CodecSnappy), rawBlockFixture())
+	f.Add(uint8(CodecSnappy), streamFixture())
+	f.Add(uint8(CodecSnappy), streamFixture()[:40])
+	f.Add(uint8(CodecSnappy), binary.AppendUvarint(nil, 1<<31))
+	f.Add(uint8(CodecGzip), []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
+	f.Fuzz(func(t *testing.T, codec uint8, payload []byte) {
+		c := Codec(codec % 3)
+		w := AppendV1(nil, c, payload)
+		set, err := Decompress(Message(w))
+		if err != nil {
+			return
+		}
+		if len(set) > MaxDecompressedSize {
+			t.Fatalf("%v: %d bytes out, limit %d", c, len(set), MaxDecompressedSize)
+		}
+		if err := checkInner(set); err != nil {
+			t.Fatalf("%v: accepted an inner set that fails its check: %v", c, err)
+		}
+		again, err := Compress(c, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decompress(Message(again))
+		if err != nil || !bytes.Equal(back, set) {
+			t.Fatalf("%v: our own round trip of %d bytes fails: %v", c, len(set), err)
 		}
 	})
 }

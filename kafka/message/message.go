@@ -87,7 +87,7 @@ var (
 	// ErrTruncated: a set ends in the middle of a message where whole
 	// messages were required.
 	ErrTruncated = errors.New("message: truncated message")
-	// ErrUnsupportedCodec: a codec this build cannot decode (snappy).
+	// ErrUnsupportedCodec: codec bits 3, which no Kafka version defines.
 	ErrUnsupportedCodec = errors.New("message: unsupported compression codec")
 )
 

@@ -17,8 +17,8 @@ import (
 func init() {
 	register(&command{
 		Name:    "dump-log-segments",
-		Args:    "[--print-payload] FILE...",
-		Summary: "print every message of segment files: offset, size, magic, codec, CRC validity",
+		Args:    "[--print-payload] [--deep-iteration] FILE...",
+		Summary: "print every message of segment files: offset, size, magic, codec, CRC validity (and what wrappers hold)",
 		Run:     dumpLogSegments,
 	})
 }
@@ -26,6 +26,7 @@ func init() {
 func dumpLogSegments(args []string, std stdio) error {
 	fs := newFlags(commands["dump-log-segments"], std.Err)
 	payload := fs.Bool("print-payload", false, "also print each payload (quoted)")
+	deep := fs.Bool("deep-iteration", false, "also decompress each gzip or snappy wrapper and print its inner messages, indented")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -35,18 +36,23 @@ func dumpLogSegments(args []string, std stdio) error {
 	out := bufio.NewWriter(std.Out)
 	defer out.Flush()
 	for _, path := range fs.Args() {
-		if err := dumpSegment(path, *payload, out); err != nil {
+		if err := dumpSegment(path, dumpOptions{payload: *payload, deep: *deep}, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+type dumpOptions struct {
+	payload bool // print payloads
+	deep    bool // print what compressed wrappers hold
+}
+
 // dumpSegment streams one segment file, so a 1 GiB segment needs no more
 // memory than its largest message. It never stops at corruption: a CRC
 // mismatch is reported and skipped over (the length is still usable), a
 // partial tail or an impossible header ends the dump with a note.
-func dumpSegment(path string, printPayload bool, out *bufio.Writer) error {
+func dumpSegment(path string, opt dumpOptions, out *bufio.Writer) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -63,7 +69,7 @@ func dumpSegment(path string, printPayload bool, out *bufio.Writer) error {
 	}
 	fmt.Fprintf(out, "Dumping %s (starting offset %d, %d bytes)\n", path, base, st.Size())
 	r := bufio.NewReaderSize(f, 1<<20)
-	var buf []byte
+	var buf, inner []byte
 	var pos int64
 	count, bad := 0, 0
 	for {
@@ -93,12 +99,14 @@ func dumpSegment(path string, printPayload bool, out *bufio.Writer) error {
 		if _, err := io.ReadFull(r, m[4:]); err != nil {
 			return fmt.Errorf("%s: reading message at offset %d: %w", path, base+pos, err)
 		}
-		if err := describe(out, message.Message(m), base+pos, printPayload); err != nil {
+		if err := describe(out, "", message.Message(m), base+pos, opt.payload); err != nil {
 			fmt.Fprintf(out, "corrupt message at offset %d: %v; stopping\n", base+pos, err)
 			break
 		}
 		if !message.Message(m).Valid() {
 			bad++
+		} else if opt.deep && message.Message(m).Codec() != message.CodecNone {
+			inner = describeInner(out, message.Message(m), base+pos, opt.payload, inner[:0])
 		}
 		count++
 		pos += 4 + size
@@ -107,9 +115,31 @@ func dumpSegment(path string, printPayload bool, out *bufio.Writer) error {
 	return nil
 }
 
+// describeInner decompresses wrapper m (at offset) into buf and prints one
+// indented line per inner message, or why it cannot be unpacked. Inner
+// messages report their byte position inside the wrapper's inner set.
+func describeInner(out *bufio.Writer, m message.Message, offset int64, printPayload bool, buf []byte) []byte {
+	buf, err := message.AppendDecompressed(buf, m)
+	if err != nil {
+		fmt.Fprintf(out, "  cannot unpack the wrapper at offset %d: %v\n", offset, err)
+		return buf
+	}
+	it := message.NewIterator(buf, 0)
+	n := 0
+	for it.Next() {
+		if err := describe(out, "  inner ", it.Message(), it.Offset(), printPayload); err != nil {
+			fmt.Fprintf(out, "  corrupt inner message at byte %d: %v\n", it.Offset(), err)
+			return buf
+		}
+		n++
+	}
+	fmt.Fprintf(out, "  %d inner messages, %d bytes uncompressed from %d\n", n, len(buf), len(m.Payload()))
+	return buf
+}
+
 // describe prints one line for m, or returns an error for an unknown magic
 // or a magic-1 message too short for its header.
-func describe(out *bufio.Writer, m message.Message, offset int64, printPayload bool) error {
+func describe(out *bufio.Writer, prefix string, m message.Message, offset int64, printPayload bool) error {
 	magic := m.Magic()
 	if magic != message.MagicV0 && magic != message.MagicV1 {
 		return fmt.Errorf("unknown magic %d", magic)
@@ -121,7 +151,7 @@ func describe(out *bufio.Writer, m message.Message, offset int64, printPayload b
 	if !m.Valid() {
 		valid = fmt.Sprintf("false (stored %08x, computed %08x)", m.Checksum(), crc32.ChecksumIEEE(m.Payload()))
 	}
-	fmt.Fprintf(out, "offset: %d size: %d magic: %d codec: %s crc valid: %s", offset, len(m), magic, m.Codec(), valid)
+	fmt.Fprintf(out, "%soffset: %d size: %d magic: %d codec: %s crc valid: %s", prefix, offset, len(m), magic, m.Codec(), valid)
 	if printPayload {
 		fmt.Fprintf(out, " payload: %q", m.Payload())
 	}
