@@ -1,6 +1,11 @@
 // Package log is the broker's storage: one append-only log per topic
 // partition, kept as a list of segment files addressed by byte offsets.
 //
+// The name is the paper's ("Kafka: a Distributed Messaging System for Log
+// Processing": a partition is a log), kept although it shadows the standard
+// library's package log; this module logs with log/slog, so no file needs
+// both, and one that did would import this package under another name.
+//
 // §3.1 "Simple storage": each partition of a topic is one logical log,
 // physically a set of segment files of roughly the same size. A producer's
 // message set is appended to the last segment only. There are no message ids:
