@@ -151,3 +151,30 @@ func (r *reader) end() error {
 	}
 	return r.err
 }
+
+// str reads an int16-length string without interning (host names and the
+// like, which are rare).
+func (r *reader) str(what string) string {
+	n := r.int16(what + " length")
+	if r.err != nil {
+		return ""
+	}
+	if n < 0 {
+		r.fail("negative "+what+" length", int64(n))
+		return ""
+	}
+	return string(r.bytes(int(n), what))
+}
+
+// int32s reads an int16 count followed by that many int32s (a replica list).
+func (r *reader) int32s(what string) []int32 {
+	n := r.count(4)
+	if r.err != nil {
+		return nil
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = r.int32(what)
+	}
+	return out
+}

@@ -17,6 +17,23 @@ const (
 	ErrInvalidFetchSize ErrorCode = 4  // the fetch asked for a negative number of bytes
 )
 
+// The error codes replication adds (docs/PROTOCOL.md §10), numbered as Kafka
+// 0.8 numbered them. 0.8 also renamed 3 "unknown topic or partition"; the
+// replication requests use 3 in that sense (ErrUnknownTopicOrPartition).
+const (
+	ErrUnknownTopicOrPartition      ErrorCode = 3  // = ErrWrongPartition: no such topic or partition here
+	ErrLeaderNotAvailable           ErrorCode = 5  // the partition has no leader now (an election is due or impossible)
+	ErrNotLeaderForPartition        ErrorCode = 6  // this broker does not lead the partition: ask for metadata again
+	ErrRequestTimedOut              ErrorCode = 7  // acks=-1: not committed within the request's timeout
+	ErrBrokerNotAvailable           ErrorCode = 8  // the broker named is not alive
+	ErrReplicaNotAvailable          ErrorCode = 9  // the broker asking is not a replica of the partition
+	ErrMessageSizeTooLarge          ErrorCode = 10 // a message set larger than the broker accepts
+	ErrStaleControllerEpoch         ErrorCode = 11 // the request comes from a deposed controller
+	ErrStaleLeaderEpoch             ErrorCode = 13 // the leader epoch is older than the one this broker knows
+	ErrNotEnoughReplicas            ErrorCode = 19 // acks=-1 and the ISR is smaller than min.insync.replicas: not appended
+	ErrNotEnoughReplicasAfterAppend ErrorCode = 20 // appended, but the ISR shrank below min.insync.replicas before it was committed
+)
+
 // Error returns a readable name for the code.
 func (c ErrorCode) Error() string {
 	switch c {
@@ -32,8 +49,40 @@ func (c ErrorCode) Error() string {
 		return "kafka: wrong partition (3)"
 	case ErrInvalidFetchSize:
 		return "kafka: invalid fetch size (4)"
+	case ErrLeaderNotAvailable:
+		return "kafka: leader not available (5)"
+	case ErrNotLeaderForPartition:
+		return "kafka: not leader for partition (6)"
+	case ErrRequestTimedOut:
+		return "kafka: request timed out (7)"
+	case ErrBrokerNotAvailable:
+		return "kafka: broker not available (8)"
+	case ErrReplicaNotAvailable:
+		return "kafka: replica not available (9)"
+	case ErrMessageSizeTooLarge:
+		return "kafka: message size too large (10)"
+	case ErrStaleControllerEpoch:
+		return "kafka: stale controller epoch (11)"
+	case ErrStaleLeaderEpoch:
+		return "kafka: stale leader epoch (13)"
+	case ErrNotEnoughReplicas:
+		return "kafka: not enough in-sync replicas (19)"
+	case ErrNotEnoughReplicasAfterAppend:
+		return "kafka: not enough in-sync replicas after append (20)"
 	}
 	return fmt.Sprintf("kafka: unexpected error code %d", int16(c))
+}
+
+// Retriable reports whether a producer or consumer should look the leader up
+// again and retry: the partition moved, or has no leader for a moment, or
+// the request timed out.
+func (c ErrorCode) Retriable() bool {
+	switch c {
+	case ErrUnknownTopicOrPartition, ErrLeaderNotAvailable, ErrNotLeaderForPartition, ErrRequestTimedOut,
+		ErrNotEnoughReplicas, ErrNotEnoughReplicasAfterAppend:
+		return true
+	}
+	return false
 }
 
 // Err returns nil for ErrNone and the code itself otherwise, so callers can

@@ -31,7 +31,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("ReadRequest: unexpected error kind %v", err)
 		}
 		var d Decoder // the reusing decoder must agree with the allocating one
-		for id := RequestProduce; id <= RequestOffsets; id++ {
+		for id := RequestProduce; id <= requestLast; id++ {
 			req, err := DecodeRequest(id, data)
 			if err != nil {
 				continue
@@ -52,6 +52,12 @@ func FuzzDecodeRequest(f *testing.F) {
 				again, err = d.MultiProduce(data)
 			case RequestOffsets:
 				again, err = d.Offsets(data)
+			case RequestAckedProduce:
+				again, err = d.AckedProduce(data)
+			case RequestReplicaFetch:
+				again, err = d.ReplicaFetch(data)
+			default: // decoded without a Decoder
+				again, err = DecodeRequest(id, data)
 			}
 			if err != nil || !bytes.Equal(again.AppendTo(nil), frame) {
 				t.Fatalf("%s: Decoder disagrees with DecodeRequest: %v", RequestName(id), err)
@@ -86,5 +92,11 @@ func seedRequests() []Request {
 		MultiProduceRequest{Produces: []ProduceRequest{{Topic: "a", Messages: set}, {Topic: "b", Partition: 3, Messages: set}}},
 		OffsetsRequest{Topic: "test", Partition: 0, Time: OffsetsLatest, MaxNumOffsets: 1},
 		OffsetsRequest{Topic: "test", Partition: 1, Time: OffsetsEarliest, MaxNumOffsets: 10},
+		AckedProduceRequest{Acks: AcksAll, TimeoutMs: 10000, Produces: []ProduceRequest{{Topic: "r", Partition: 2, Messages: set}}},
+		MetadataRequest{Topics: []string{"r", "test"}},
+		ReplicaFetchRequest{ReplicaID: 2, MaxWaitMs: 500, MinBytes: 1, Fetches: []FetchRequest{{Topic: "r", Partition: 0, Offset: 209, MaxSize: 1 << 20}}},
+		LeaderAndISRRequest{ControllerID: 1, ControllerEpoch: 3, Brokers: []BrokerAddr{{ID: 1, Host: "h", Port: 9093}},
+			Partitions: []PartitionState{{Topic: "r", Partition: 0, Leader: 1, LeaderEpoch: 7, Version: 2, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 0}}}},
+		EpochEndOffsetRequest{ReplicaID: 2, Partitions: []EpochQuery{{Topic: "r", Partition: 0, Epoch: 7}}},
 	}
 }

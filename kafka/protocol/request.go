@@ -43,6 +43,17 @@ const (
 	RequestMultiFetch   int16 = 2
 	RequestMultiProduce int16 = 3
 	RequestOffsets      int16 = 4
+
+	// Replication's requests (docs/PROTOCOL.md §10), after 0.7's five,
+	// which stay byte-identical.
+	RequestAckedProduce   int16 = 5 // PRODUCE with acks, answered per partition
+	RequestMetadata       int16 = 6 // which broker leads each partition
+	RequestReplicaFetch   int16 = 7 // a follower's fetch, answered with the high watermark
+	RequestLeaderAndISR   int16 = 8 // the controller tells a broker to lead or follow
+	RequestEpochEndOffset int16 = 9 // where a leader epoch ends (leader epochs, KIP-101)
+
+	// requestLast is the highest id a broker accepts.
+	requestLast = RequestEpochEndOffset
 )
 
 // DefaultMaxRequestSize is 0.7's max.socket.request.bytes (100 MiB): a request
@@ -81,6 +92,16 @@ func RequestName(id int16) string {
 		return "MULTIPRODUCE"
 	case RequestOffsets:
 		return "OFFSETS"
+	case RequestAckedProduce:
+		return "ACKED_PRODUCE"
+	case RequestMetadata:
+		return "METADATA"
+	case RequestReplicaFetch:
+		return "REPLICA_FETCH"
+	case RequestLeaderAndISR:
+		return "LEADER_AND_ISR"
+	case RequestEpochEndOffset:
+		return "EPOCH_END_OFFSET"
 	}
 	return fmt.Sprintf("request-%d", id)
 }
@@ -105,6 +126,21 @@ func DecodeRequest(id int16, body []byte) (Request, error) {
 	case RequestOffsets:
 		r, err := d.Offsets(body)
 		return r, err
+	case RequestAckedProduce:
+		r, err := d.AckedProduce(body)
+		return r, err
+	case RequestMetadata:
+		r, err := DecodeMetadata(body)
+		return r, err
+	case RequestReplicaFetch:
+		r, err := d.ReplicaFetch(body)
+		return r, err
+	case RequestLeaderAndISR:
+		r, err := DecodeLeaderAndISR(body)
+		return r, err
+	case RequestEpochEndOffset:
+		r, err := DecodeEpochEndOffset(body)
+		return r, err
 	}
 	return nil, fmt.Errorf("%w: %d", ErrUnknownRequest, id)
 }
@@ -117,7 +153,7 @@ func DecodeRequest(id int16, body []byte) (Request, error) {
 // Errors: io.EOF when r ends cleanly before a request starts;
 // io.ErrUnexpectedEOF (wrapped) when it ends inside one; ErrRequestTooLarge
 // when the size field exceeds maxSize; ErrMalformed when it is smaller than
-// the id; ErrUnknownRequest for an id other than 0-4 (the body is then left
+// the id; ErrUnknownRequest for an id other than 0-9 (the body is then left
 // unread, since the connection is to be closed). The buffer grows only as
 // bytes actually arrive, so a lying size field costs no memory up front.
 func ReadRequest(r io.Reader, buf []byte, maxSize int) (id int16, body []byte, newBuf []byte, err error) {
@@ -145,7 +181,7 @@ func ReadRequest(r io.Reader, buf []byte, maxSize int) (id int16, body []byte, n
 		return 0, nil, buf, fmt.Errorf("protocol: reading request id: %w", io.ErrUnexpectedEOF)
 	}
 	id = int16(binary.BigEndian.Uint16(hdr[4:]))
-	if id < RequestProduce || id > RequestOffsets {
+	if id < RequestProduce || id > requestLast {
 		return id, nil, buf, fmt.Errorf("%w: %d (size field %d)", ErrUnknownRequest, id, size)
 	}
 	body, buf, err = readBody(r, buf, int(size-2))

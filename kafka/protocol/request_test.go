@@ -55,7 +55,7 @@ func TestReadRequestErrors(t *testing.T) {
 		{"too large default", []byte{0x7f, 0xff, 0xff, 0xff, 0, 0}, 0, ErrRequestTooLarge, false},
 		{"negative size", []byte{0xff, 0xff, 0xff, 0xff, 0, 0}, 0, ErrMalformed, false},
 		{"size below id", []byte{0, 0, 0, 1, 0}, 0, ErrMalformed, false},
-		{"unknown id", []byte{0, 0, 0, 2, 0, 9}, 0, ErrUnknownRequest, false},
+		{"unknown id", []byte{0, 0, 0, 2, 0, 42}, 0, ErrUnknownRequest, false}, // 5-9 are replication's (docs/PROTOCOL.md §10)
 		{"negative id", []byte{0, 0, 0, 2, 0xff, 0xff}, 0, ErrUnknownRequest, false},
 		{"truncated size", []byte{0, 0}, 0, io.ErrUnexpectedEOF, false},
 		{"truncated body", valid[:len(valid)-3], 0, io.ErrUnexpectedEOF, false},

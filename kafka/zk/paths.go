@@ -82,3 +82,23 @@ type pathError struct{ what, input string }
 
 func (e *pathError) Error() string { return "zk: bad " + e.what + " " + strconv.Quote(e.input) }
 func (e *pathError) Unwrap() error { return ErrBadPath }
+
+// The nodes replication adds (docs/PROTOCOL.md §10). A replicated topic's node /brokers/topics/<topic> is
+// persistent and holds its replica assignment as JSON, where a 0.7 topic's node is empty and has one
+// ephemeral child per broker; the two kinds are told apart by that data.
+const (
+	// ControllerPath is the ephemeral node of the broker that is the controller.
+	ControllerPath = "/controller"
+	// ControllerEpochPath holds the controller epoch, a decimal number that grows by one at each election.
+	ControllerEpochPath = "/controller_epoch"
+	// PreferredReplicaElectionPath asks the controller to move leadership back to the preferred replicas.
+	PreferredReplicaElectionPath = "/admin/preferred_replica_election"
+)
+
+// TopicPartitionsPath is /brokers/topics/<topic>/partitions, the parent of a replicated topic's partitions.
+func TopicPartitionsPath(topic string) string { return BrokerTopicPath(topic) + "/partitions" }
+
+// PartitionStatePath is /brokers/topics/<topic>/partitions/<p>/state: leader, leader epoch, ISR.
+func PartitionStatePath(topic string, partition int) string {
+	return TopicPartitionsPath(topic) + "/" + strconv.Itoa(partition) + "/state"
+}

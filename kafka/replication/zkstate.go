@@ -1,0 +1,280 @@
+package replication
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kafkarepro/kafkarepro/kafka/topic"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+)
+
+// Sentinel errors of the package, wrapped with what failed and with which input.
+var (
+	// ErrNotReplicated: the topic has no replica assignment (it is one of 0.7's, or does not exist).
+	ErrNotReplicated = errors.New("replication: topic is not replicated")
+	// ErrTopicExists: a topic of that name exists already (replicated, or 0.7's).
+	ErrTopicExists = errors.New("replication: topic exists")
+	// ErrBadAssignment: a replica assignment that cannot be used (too few brokers, a broker twice, ...).
+	ErrBadAssignment = errors.New("replication: bad replica assignment")
+	// ErrBadState: a ZooKeeper node whose JSON does not parse.
+	ErrBadState = errors.New("replication: bad state in ZooKeeper")
+	// ErrStaleEpoch: a request from a deposed controller, or an older leader epoch.
+	ErrStaleEpoch = errors.New("replication: stale epoch")
+)
+
+// Assignment is a replicated topic's replica lists, the data of /brokers/topics/<topic>:
+// {"version":1,"partitions":{"0":[1,2,0],"1":[2,0,1]}}. Assignment[p] lists partition p's replicas, the first
+// being its preferred leader.
+type Assignment [][]int32
+
+type assignmentJSON struct {
+	Version    int                `json:"version"`
+	Partitions map[string][]int32 `json:"partitions"`
+}
+
+// MarshalAssignment is the node's data for a.
+func MarshalAssignment(a Assignment) []byte {
+	j := assignmentJSON{Version: 1, Partitions: map[string][]int32{}}
+	for p, rs := range a {
+		j.Partitions[strconv.Itoa(p)] = rs
+	}
+	b, _ := json.Marshal(j) // map keys come out sorted
+	return b
+}
+
+// ParseAssignment reads the data of /brokers/topics/<topic>. Empty data (a 0.7 topic's node) is
+// ErrNotReplicated.
+func ParseAssignment(topicName string, data []byte) (Assignment, error) {
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil, fmt.Errorf("%w: %q has no replica assignment", ErrNotReplicated, topicName)
+	}
+	var j assignmentJSON
+	if err := json.Unmarshal(data, &j); err != nil || len(j.Partitions) == 0 {
+		return nil, fmt.Errorf("%w: assignment of %q: %q", ErrBadState, topicName, data)
+	}
+	a := make(Assignment, len(j.Partitions))
+	for k, rs := range j.Partitions {
+		p, err := strconv.Atoi(k)
+		if err != nil || p < 0 || p >= len(a) || len(rs) == 0 || a[p] != nil {
+			return nil, fmt.Errorf("%w: assignment of %q: partition %q in %q", ErrBadState, topicName, k, data)
+		}
+		a[p] = rs
+	}
+	return a, nil
+}
+
+// State is a partition's state node, /brokers/topics/<topic>/partitions/<p>/state:
+// {"controller_epoch":3,"leader":1,"version":1,"leader_epoch":7,"isr":[1,2,0]}. It changes only by a
+// conditional set on the node's version (ZKVersion, not part of the JSON).
+type State struct {
+	ControllerEpoch int32   `json:"controller_epoch"`
+	Leader          int32   `json:"leader"`
+	Version         int     `json:"version"`
+	LeaderEpoch     int32   `json:"leader_epoch"`
+	ISR             []int32 `json:"isr"`
+	ZKVersion       int32   `json:"-"`
+}
+
+// Marshal is the node's data.
+func (s State) Marshal() []byte {
+	s.Version = 1
+	if s.ISR == nil {
+		s.ISR = []int32{}
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// ParseState reads a state node's data.
+func ParseState(data []byte, zkVersion int32) (State, error) {
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return State{}, fmt.Errorf("%w: partition state %q", ErrBadState, data)
+	}
+	s.ZKVersion = zkVersion
+	return s, nil
+}
+
+// ReadAssignment reads a topic's replica assignment; a 0.7 topic or a missing one is ErrNotReplicated.
+func ReadAssignment(c *zk.Client, topicName string) (Assignment, error) {
+	if err := topic.Validate(topicName); err != nil {
+		return nil, err
+	}
+	data, err := c.Get(zk.BrokerTopicPath(topicName))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("%w: no topic %q", ErrNotReplicated, topicName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ParseAssignment(topicName, data)
+}
+
+// ReadState reads one partition's state node.
+func ReadState(c *zk.Client, topicName string, partition int) (State, error) {
+	data, v, err := c.GetVersion(zk.PartitionStatePath(topicName, partition))
+	if err != nil {
+		return State{}, err
+	}
+	return ParseState(data, v)
+}
+
+// WriteState sets a partition's state if its node is still at s.ZKVersion and returns s with the new
+// version; a lost race is zk.ErrBadVersion (wrapped). A state node that does not exist yet is created
+// (ZKVersion must then be -1).
+func WriteState(c *zk.Client, topicName string, partition int, s State) (State, error) {
+	p := zk.PartitionStatePath(topicName, partition)
+	if s.ZKVersion < 0 {
+		if err := c.CreatePersistent(p, s.Marshal()); err != nil {
+			return s, err
+		}
+		s.ZKVersion = 0
+		return s, nil
+	}
+	v, err := c.SetVersion(p, s.Marshal(), s.ZKVersion)
+	if err != nil {
+		return s, err
+	}
+	s.ZKVersion = v
+	return s, nil
+}
+
+// ReadControllerEpoch reads /controller_epoch (0 when there is none yet) and its version (-1 then).
+func ReadControllerEpoch(c *zk.Client) (int32, int32, error) {
+	data, v, err := c.GetVersion(zk.ControllerEpochPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, -1, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	e, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %s holds %q", ErrBadState, zk.ControllerEpochPath, data)
+	}
+	return int32(e), v, nil
+}
+
+// controllerJSON is /controller's data: {"version":1,"brokerid":1,"timestamp":"<ms>"}.
+type controllerJSON struct {
+	Version   int    `json:"version"`
+	BrokerID  int32  `json:"brokerid"`
+	Timestamp string `json:"timestamp"`
+}
+
+func marshalController(id int32, now time.Time) []byte {
+	b, _ := json.Marshal(controllerJSON{Version: 1, BrokerID: id, Timestamp: strconv.FormatInt(now.UnixMilli(), 10)})
+	return b
+}
+
+// ReadController returns the id of the current controller, -1 if there is none.
+func ReadController(c *zk.Client) (int32, error) {
+	data, err := c.Get(zk.ControllerPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	var j controllerJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return -1, fmt.Errorf("%w: %s holds %q", ErrBadState, zk.ControllerPath, data)
+	}
+	return j.BrokerID, nil
+}
+
+// TopicPartition names one partition of a replicated topic.
+type TopicPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
+
+type electionJSON struct {
+	Partitions []TopicPartition `json:"partitions"`
+}
+
+// MarshalElection is /admin/preferred_replica_election's data: {"partitions":[{"topic":"t","partition":0}]}.
+func MarshalElection(ps []TopicPartition) []byte {
+	b, _ := json.Marshal(electionJSON{Partitions: ps})
+	return b
+}
+
+// ParseElection reads it.
+func ParseElection(data []byte) ([]TopicPartition, error) {
+	var j electionJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, fmt.Errorf("%w: %s holds %q", ErrBadState, zk.PreferredReplicaElectionPath, data)
+	}
+	return j.Partitions, nil
+}
+
+// ReplicatedTopics lists the replicated topics, sorted, with their assignments; 0.7 topics are left out.
+func ReplicatedTopics(c *zk.Client) (map[string]Assignment, []string, error) {
+	names, err := c.Children(zk.BrokerTopicsPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		return map[string]Assignment{}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string]Assignment{}
+	for _, n := range names {
+		a, err := ReadAssignment(c, n)
+		if errors.Is(err, ErrNotReplicated) || errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		out[n] = a
+	}
+	sorted := make([]string, 0, len(out))
+	for n := range out {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	return out, sorted, nil
+}
+
+// LiveBrokers reads /brokers/ids.
+func LiveBrokers(c *zk.Client) (map[int32]zk.Broker, error) {
+	ids, err := c.Children(zk.BrokerIDsPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		return map[int32]zk.Broker{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int32]zk.Broker, len(ids))
+	for _, s := range ids {
+		id, err := strconv.Atoi(s)
+		if err != nil {
+			continue
+		}
+		data, err := c.Get(zk.BrokerIDPath(id))
+		if err != nil {
+			continue // gone since the listing
+		}
+		if b, err := zk.ParseBroker(id, string(data)); err == nil {
+			out[int32(id)] = b
+		}
+	}
+	return out, nil
+}
+
+func sortedIDs[V any](m map[int32]V) []int32 {
+	ids := make([]int32, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
