@@ -59,26 +59,10 @@ func (d *Decoder) AckedProduce(body []byte) (AckedProduceRequest, error) {
 	if r.err == nil && a.Acks != AcksNone && a.Acks != AcksLeader && a.Acks != AcksAll {
 		r.fail("acks must be 0, 1 or -1, got", int64(a.Acks))
 	}
-	n := r.count(produceMinBody)
-	if r.err != nil {
-		return AckedProduceRequest{}, r.err
-	}
-	var produces []ProduceRequest
-	if d != nil {
-		produces = d.produces[:0]
-	} else {
-		produces = make([]ProduceRequest, 0, n)
-	}
-	for i := 0; i < n && r.err == nil; i++ {
-		produces = append(produces, readProduce(&r, d))
-	}
-	if d != nil {
-		d.produces = produces
-	}
+	a.Produces = d.readProduces(&r)
 	if err := r.end(); err != nil {
 		return AckedProduceRequest{}, err
 	}
-	a.Produces = produces
 	return a, nil
 }
 

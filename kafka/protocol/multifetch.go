@@ -45,9 +45,19 @@ func DecodeMultiFetch(body []byte) (MultiFetchRequest, error) {
 // slice is overwritten by d's next MultiFetch call.
 func (d *Decoder) MultiFetch(body []byte) (MultiFetchRequest, error) {
 	r := reader{b: body, kind: "MULTIFETCH"}
+	fetches := d.readFetches(&r)
+	if err := r.end(); err != nil {
+		return MultiFetchRequest{}, err
+	}
+	return MultiFetchRequest{Fetches: fetches}, nil
+}
+
+// readFetches reads an int16 count and that many FETCH bodies, into d's
+// reused slice (a nil d allocates one).
+func (d *Decoder) readFetches(r *reader) []FetchRequest {
 	n := r.count(fetchMinBody)
 	if r.err != nil {
-		return MultiFetchRequest{}, r.err
+		return nil
 	}
 	var fetches []FetchRequest
 	if d != nil {
@@ -56,15 +66,12 @@ func (d *Decoder) MultiFetch(body []byte) (MultiFetchRequest, error) {
 		fetches = make([]FetchRequest, 0, n)
 	}
 	for i := 0; i < n && r.err == nil; i++ {
-		fetches = append(fetches, readFetch(&r, d))
+		fetches = append(fetches, readFetch(r, d))
 	}
 	if d != nil {
 		d.fetches = fetches
 	}
-	if err := r.end(); err != nil {
-		return MultiFetchRequest{}, err
-	}
-	return MultiFetchRequest{Fetches: fetches}, nil
+	return fetches
 }
 
 // DecodeMultiFetchResponse walks the payload of a MULTIFETCH response (what

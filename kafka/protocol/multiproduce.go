@@ -41,9 +41,19 @@ func DecodeMultiProduce(body []byte) (MultiProduceRequest, error) {
 // Produces slice is overwritten by d's next MultiProduce call.
 func (d *Decoder) MultiProduce(body []byte) (MultiProduceRequest, error) {
 	r := reader{b: body, kind: "MULTIPRODUCE"}
+	produces := d.readProduces(&r)
+	if err := r.end(); err != nil {
+		return MultiProduceRequest{}, err
+	}
+	return MultiProduceRequest{Produces: produces}, nil
+}
+
+// readProduces reads an int16 count and that many PRODUCE bodies, into d's
+// reused slice (a nil d allocates one).
+func (d *Decoder) readProduces(r *reader) []ProduceRequest {
 	n := r.count(produceMinBody)
 	if r.err != nil {
-		return MultiProduceRequest{}, r.err
+		return nil
 	}
 	var produces []ProduceRequest
 	if d != nil {
@@ -52,13 +62,10 @@ func (d *Decoder) MultiProduce(body []byte) (MultiProduceRequest, error) {
 		produces = make([]ProduceRequest, 0, n)
 	}
 	for i := 0; i < n && r.err == nil; i++ {
-		produces = append(produces, readProduce(&r, d))
+		produces = append(produces, readProduce(r, d))
 	}
 	if d != nil {
 		d.produces = produces
 	}
-	if err := r.end(); err != nil {
-		return MultiProduceRequest{}, err
-	}
-	return MultiProduceRequest{Produces: produces}, nil
+	return produces
 }

@@ -55,26 +55,10 @@ func (f ReplicaFetchRequest) AppendTo(dst []byte) []byte {
 func (d *Decoder) ReplicaFetch(body []byte) (ReplicaFetchRequest, error) {
 	r := reader{b: body, kind: "REPLICA_FETCH"}
 	f := ReplicaFetchRequest{ReplicaID: r.int32("replica id"), MaxWaitMs: r.int32("max wait"), MinBytes: r.int32("min bytes")}
-	n := r.count(fetchMinBody)
-	if r.err != nil {
-		return ReplicaFetchRequest{}, r.err
-	}
-	var fetches []FetchRequest
-	if d != nil {
-		fetches = d.fetches[:0]
-	} else {
-		fetches = make([]FetchRequest, 0, n)
-	}
-	for i := 0; i < n && r.err == nil; i++ {
-		fetches = append(fetches, readFetch(&r, d))
-	}
-	if d != nil {
-		d.fetches = fetches
-	}
+	f.Fetches = d.readFetches(&r)
 	if err := r.end(); err != nil {
 		return ReplicaFetchRequest{}, err
 	}
-	f.Fetches = fetches
 	return f, nil
 }
 
