@@ -328,6 +328,13 @@ func (l *Log) dirty() bool { return l.leo.Load() > l.hwm.Load() }
 // mark is ErrOffsetOutOfRange; offset == HighWaterMark gives an empty Chunk.
 // A non-empty Chunk must be released.
 func (l *Log) Read(offset int64, maxSize int) (Chunk, error) {
+	return l.read(offset, maxSize, -1)
+}
+
+// read is Read, or with limit >= 0 ReadUpTo's read (replica.go): offsets up
+// to the log end offset are then in range and the bytes stop at limit, which
+// the caller has made sure is in the segment files.
+func (l *Log) read(offset int64, maxSize int, limit int64) (Chunk, error) {
 	if maxSize < 0 {
 		return Chunk{}, fmt.Errorf("%w: %d bytes asked from %s", ErrInvalidFetchSize, maxSize, l.dir)
 	}
@@ -338,15 +345,18 @@ func (l *Log) Read(offset int64, maxSize int) (Chunk, error) {
 		// Load the high-water mark before the list: every byte below it is
 		// then in a segment of the list (segments are only added after it).
 		hwm := l.hwm.Load()
+		bound, end := hwm, hwm
+		if limit >= 0 {
+			bound, end = l.leo.Load(), limit
+		}
 		segs := *l.segs.Load()
-		if offset > hwm || offset < segs[0].start {
+		if offset > bound || offset < segs[0].start {
 			return Chunk{}, fmt.Errorf("%w: offset %d of %s is outside [%d, %d]",
-				ErrOffsetOutOfRange, offset, l.dir, segs[0].start, hwm)
+				ErrOffsetOutOfRange, offset, l.dir, segs[0].start, bound)
 		}
 		// §3.1: binary-search the in-memory list of segment start offsets.
 		i := sort.Search(len(segs), func(i int) bool { return segs[i].start > offset }) - 1
 		s := segs[i]
-		end := hwm
 		if i+1 < len(segs) && segs[i+1].start < end {
 			end = segs[i+1].start
 		}

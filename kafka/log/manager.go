@@ -73,7 +73,7 @@ func openManager(dir string, cfg Config, st storage) (*Manager, error) {
 	}
 	m := &Manager{dir: dir, cfg: cfg, st: st, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
 	for _, e := range entries {
-		if e.Name() == CleanShutdownFile {
+		if e.Name() == CleanShutdownFile || e.Name() == ReplicationCheckpointFile {
 			continue
 		}
 		topic, partition, ok := parsePartitionDir(e.Name())

@@ -44,6 +44,9 @@ func loadSegments(dir string, recover bool, expect *segmentRecord) ([]*segment, 
 	}
 	for _, e := range entries {
 		start, ok := parseSegmentFileName(e.Name())
+		if e.Name() == LeaderEpochFile || e.Name() == LeaderEpochFile+".tmp" {
+			continue // replication's (replica.go)
+		}
 		if !ok || !e.Type().IsRegular() {
 			slog.Warn("log: ignoring stray entry in partition directory", "dir", dir, "name", e.Name())
 			continue

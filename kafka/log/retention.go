@@ -16,7 +16,11 @@ import (
 // are at segment granularity: there is no per-message index (§3.1).
 func (l *Log) Offsets(t int64, max int) []int64 {
 	// Load the high-water mark before the list (see Read).
-	hwm := l.hwm.Load()
+	return l.offsetsUpTo(t, max, l.hwm.Load())
+}
+
+// offsetsUpTo is Offsets with end in place of the high-water mark.
+func (l *Log) offsetsUpTo(t int64, max int, hwm int64) []int64 {
 	segs := *l.segs.Load()
 
 	// Like Kafka 0.7: one (offset, time) pair per segment start, and one more
