@@ -16,7 +16,6 @@
 package producer
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/kafkarepro/kafkarepro/kafka/topic"
@@ -141,17 +140,7 @@ func (p *SyncProducer) MultiSend(brokerID int, produces []protocol.ProduceReques
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b := c.buf[:0]
-	b = append(b, 0, 0, 0, 0)
-	b = binary.BigEndian.AppendUint16(b, uint16(protocol.RequestMultiProduce))
-	b = binary.BigEndian.AppendUint16(b, uint16(len(produces)))
-	for i := range produces {
-		b = appendProduceHead(b, produces[i].Topic, produces[i].Partition)
-		b = binary.BigEndian.AppendUint32(b, uint32(len(produces[i].Messages)))
-		b = append(b, produces[i].Messages...)
-	}
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	c.buf = b
+	c.buf = protocol.MultiProduceRequest{Produces: produces}.AppendTo(c.buf[:0])
 	return c.writeLocked()
 }
 
@@ -188,7 +177,8 @@ func (p *SyncProducer) pick(topic string, partition int32, key []byte) (Partitio
 }
 
 // send frames one PRODUCE request (msgs encoded as magic-0 messages, or
-// set as is) in the connection's reused buffer and writes it once.
+// set as is) in the connection's reused buffer with protocol's encoder and
+// writes it once.
 func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []byte) error {
 	for _, m := range msgs {
 		if p.cfg.MaxMessageSize > 0 && len(m) > p.cfg.MaxMessageSize {
@@ -213,29 +203,19 @@ func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []by
 		}
 		msgs, set = nil, w
 	}
-	b := c.buf[:0]
-	b = append(b, 0, 0, 0, 0)
-	b = binary.BigEndian.AppendUint16(b, uint16(protocol.RequestProduce))
-	b = appendProduceHead(b, topic, dst.Part)
-	setAt := len(b)
-	b = append(b, 0, 0, 0, 0)
 	if set != nil {
-		b = append(b, set...)
+		c.buf = protocol.ProduceRequest{Topic: topic, Partition: dst.Part, Messages: set}.AppendTo(c.buf[:0])
+		return c.writeLocked()
 	}
+	// The messages are encoded straight into the request buffer: the same
+	// bytes as ProduceRequest.AppendTo with the set built beforehand, without
+	// the second buffer and copy.
+	b, f := protocol.AppendProduceHeader(c.buf[:0], topic, dst.Part)
 	for _, m := range msgs {
 		b = message.AppendV0(b, m)
 	}
-	binary.BigEndian.PutUint32(b[setAt:], uint32(len(b)-setAt-4))
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	c.buf = b
+	c.buf = f.Finish(b)
 	return c.writeLocked()
-}
-
-// appendProduceHead appends a PRODUCE body's topic and partition.
-func appendProduceHead(b []byte, topic string, part int32) []byte {
-	b = binary.BigEndian.AppendUint16(b, uint16(len(topic)))
-	b = append(b, topic...)
-	return binary.BigEndian.AppendUint32(b, uint32(part))
 }
 
 // checkTopic refuses a name the broker would refuse: without a response,

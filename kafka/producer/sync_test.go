@@ -12,10 +12,11 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
-// fakeBroker accepts connections and hands every decoded request to reqs.
-func fakeBroker(t testing.TB, reqs chan<- protocol.Request) string {
+// listen accepts connections on addr ("127.0.0.1:0" for a free port) until
+// the test ends, serving each on its own goroutine, and returns the address.
+func listen(t testing.TB, addr string, serve func(net.Conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,28 +29,43 @@ func fakeBroker(t testing.TB, reqs chan<- protocol.Request) string {
 			}
 			go func() {
 				defer c.Close()
-				if reqs == nil {
-					io.Copy(io.Discard, c)
-					return
-				}
-				var buf []byte
-				for {
-					id, body, nb, err := protocol.ReadRequest(c, buf, 0)
-					if err != nil {
-						return
-					}
-					buf = nb
-					req, err := protocol.DecodeRequest(id, bytes.Clone(body))
-					if err != nil {
-						t.Errorf("broker: decode request %d: %v", id, err)
-						return
-					}
-					reqs <- req
-				}
+				serve(c)
 			}()
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// fakeBroker accepts connections and hands every decoded request to reqs
+// (nil: it reads and discards).
+func fakeBroker(t testing.TB, reqs chan<- protocol.Request) string {
+	t.Helper()
+	return fakeBrokerOn(t, "127.0.0.1:0", reqs)
+}
+
+// fakeBrokerOn is fakeBroker on a given address.
+func fakeBrokerOn(t testing.TB, addr string, reqs chan<- protocol.Request) string {
+	t.Helper()
+	return listen(t, addr, func(c net.Conn) {
+		if reqs == nil {
+			io.Copy(io.Discard, c)
+			return
+		}
+		var buf []byte
+		for {
+			id, body, nb, err := protocol.ReadRequest(c, buf, 0)
+			if err != nil {
+				return
+			}
+			buf = nb
+			req, err := protocol.DecodeRequest(id, bytes.Clone(body))
+			if err != nil {
+				t.Errorf("broker: decode request %d: %v", id, err)
+				return
+			}
+			reqs <- req
+		}
+	})
 }
 
 func brokerList(id int, addr string) string {
@@ -196,35 +212,6 @@ func TestSendReconnectsAfterBrokerRestart(t *testing.T) {
 	if !bytes.Contains(r.Messages, []byte("after")) {
 		t.Fatalf("got %q", r.Messages)
 	}
-}
-
-func fakeBrokerOn(t testing.TB, addr string, reqs chan<- protocol.Request) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var buf []byte
-				for {
-					id, body, nb, err := protocol.ReadRequest(c, buf, 0)
-					if err != nil {
-						return
-					}
-					buf = nb
-					req, _ := protocol.DecodeRequest(id, bytes.Clone(body))
-					reqs <- req
-				}
-			}()
-		}
-	}()
 }
 
 func TestPartitioner(t *testing.T) {

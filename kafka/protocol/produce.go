@@ -28,17 +28,64 @@ func (p ProduceRequest) RequestID() int16 { return RequestProduce }
 func (p ProduceRequest) bodySize() int { return produceMinBody + len(p.Topic) + len(p.Messages) }
 
 // AppendTo appends the framed request to dst. It allocates only if dst must
-// grow.
+// grow. It is AppendProduceHeader, the set, and Finish.
 func (p ProduceRequest) AppendTo(dst []byte) []byte {
-	dst = appendRequestHeader(dst, RequestProduce, p.bodySize())
-	return p.appendBody(dst)
+	dst, f := AppendProduceHeader(dst, p.Topic, p.Partition)
+	dst = append(dst, p.Messages...)
+	return f.Finish(dst)
 }
 
+// ProduceFrame is a PRODUCE being framed in place at the end of a caller's
+// buffer: AppendProduceHeader writes everything up to the message set with
+// the two sizes left open, the caller appends the set straight into the
+// buffer (message.AppendV0 per message, no copy through a second buffer),
+// and Finish writes the sizes. ProduceRequest.AppendTo is the same three
+// steps, so a client framing in place sends exactly its bytes.
+type ProduceFrame struct {
+	start int // offset of the request's size field in the buffer
+	set   int // offset of the message set's size field
+}
+
+// AppendProduceHeader appends a PRODUCE's size, id, topic, partition and set
+// size, the sizes as placeholders, and returns the frame to Finish once the
+// message set has been appended after them. It allocates only if dst must
+// grow.
+func AppendProduceHeader(dst []byte, topic string, partition int32) ([]byte, ProduceFrame) {
+	f := ProduceFrame{start: len(dst)}
+	dst = appendRequestHeader(dst, RequestProduce, 0)
+	dst, f.set = appendProduceHead(dst, topic, partition)
+	return dst, f
+}
+
+// Finish writes the sizes of the request and of its message set, which is
+// everything appended to dst after AppendProduceHeader, and returns dst.
+func (f ProduceFrame) Finish(dst []byte) []byte {
+	finishProduceSet(dst, f.set)
+	finishRequest(dst, f.start)
+	return dst
+}
+
+// appendBody appends a whole PRODUCE body (as MULTIPRODUCE and
+// ACKED_PRODUCE hold it).
 func (p ProduceRequest) appendBody(dst []byte) []byte {
-	dst = appendString(dst, p.Topic)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(p.Partition))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(p.Messages)))
-	return append(dst, p.Messages...)
+	dst, set := appendProduceHead(dst, p.Topic, p.Partition)
+	dst = append(dst, p.Messages...)
+	finishProduceSet(dst, set)
+	return dst
+}
+
+// appendProduceHead appends a PRODUCE body up to its message set, with a
+// placeholder set size, and returns where that size field is.
+func appendProduceHead(dst []byte, topic string, partition int32) ([]byte, int) {
+	dst = appendString(dst, topic)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(partition))
+	return append(dst, 0, 0, 0, 0), len(dst)
+}
+
+// finishProduceSet writes the size of the message set that follows the size
+// field at offset at, up to the end of dst.
+func finishProduceSet(dst []byte, at int) {
+	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
 }
 
 // DecodeProduce parses a PRODUCE body. Messages is a sub-slice of body: the

@@ -253,10 +253,17 @@ func ReadResponse(r io.Reader, buf []byte) (code ErrorCode, payload []byte, newB
 }
 
 // appendRequestHeader appends the size and id of a request whose body is
-// bodyLen bytes long.
+// bodyLen bytes long. A request framed before its size is known passes 0 and
+// calls finishRequest at the end.
 func appendRequestHeader(dst []byte, id int16, bodyLen int) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, uint32(bodyLen+2))
 	return binary.BigEndian.AppendUint16(dst, uint16(id))
+}
+
+// finishRequest writes the size field of the request that starts at offset
+// start of dst and ends at its end.
+func finishRequest(dst []byte, start int) {
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 }
 
 // appendString writes s as int16 length + bytes. Callers validate topic names

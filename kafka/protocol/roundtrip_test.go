@@ -47,6 +47,30 @@ func TestProduceRoundTrip(t *testing.T) {
 	}
 }
 
+// A PRODUCE framed in place (AppendProduceHeader, the set appended by the
+// caller, Finish) after bytes already in the buffer: the fixed bytes, and
+// the same bytes as AppendTo.
+func TestProduceFramedInPlace(t *testing.T) {
+	dst := []byte("prev")
+	dst, f := AppendProduceHeader(dst, "t", 2)
+	dst = append(dst, "ab"...)
+	dst = append(dst, 'c') // the set may arrive in pieces
+	dst = f.Finish(dst)
+	want := []byte("prev" +
+		"\x00\x00\x00\x10" + // size: 2 id + 3 topic + 4 partition + 4 set size + 3 set = 16
+		"\x00\x00" + // id 0, PRODUCE
+		"\x00\x01t" + // topic: int16 length 1, "t"
+		"\x00\x00\x00\x02" + // partition 2
+		"\x00\x00\x00\x03" + // set size 3
+		"abc") // the set, not interpreted here
+	if !bytes.Equal(dst, want) {
+		t.Fatalf("framed in place:\n%x\nwant\n%x", dst, want)
+	}
+	if viaAppendTo := (ProduceRequest{Topic: "t", Partition: 2, Messages: []byte("abc")}).AppendTo([]byte("prev")); !bytes.Equal(viaAppendTo, want) {
+		t.Fatalf("AppendTo:\n%x\nwant\n%x", viaAppendTo, want)
+	}
+}
+
 func TestFetchRoundTrip(t *testing.T) {
 	for _, f := range []FetchRequest{
 		{Topic: "test", Partition: 1, Offset: 1 << 40, MaxSize: 300 << 10},
@@ -190,6 +214,12 @@ func TestNoAllocs(t *testing.T) {
 	buf := make([]byte, 0, 64<<10)
 	if n := testing.AllocsPerRun(100, func() { buf = p.AppendTo(buf[:0]) }); n != 0 {
 		t.Errorf("ProduceRequest.AppendTo: %v allocs", n)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		b, f := AppendProduceHeader(buf[:0], "test", 0)
+		buf = f.Finish(append(b, set...))
+	}); n != 0 {
+		t.Errorf("AppendProduceHeader and Finish: %v allocs", n)
 	}
 	var d Decoder
 	body := p.AppendTo(nil)[6:]
