@@ -18,31 +18,20 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
 )
 
 // KafkaProperties is the server.properties our broker runs with in the
-// experiments: 0.7's shipped configuration (flush every 10,000 messages or
-// every second, 512 MiB segments, 1 MiB socket buffers) with ZooKeeper off,
-// since one broker and clients that name it need no registry. §5: "we
-// configured the brokers in all systems to asynchronously flush messages to
-// its persistence store" — our broker's time-based flush runs on its own
+// experiments: broker.Shipped (0.7's shipped configuration: flush every
+// 10,000 messages or every second, 512 MiB segments, 1 MiB socket buffers,
+// ZooKeeper off) on 127.0.0.1, port and logDir. §5: "we configured the
+// brokers in all systems to asynchronously flush messages to its
+// persistence store" — our broker's time-based flush runs on its own
 // goroutine; the count-based one is 0.7's default behaviour.
 func KafkaProperties(port int, logDir string) map[string]string {
-	return map[string]string{
-		"brokerid":                      "0",
-		"hostname":                      "127.0.0.1",
-		"port":                          strconv.Itoa(port),
-		"log.dir":                       logDir,
-		"num.partitions":                "1",
-		"log.file.size":                 "536870912",
-		"log.flush.interval":            "10000",
-		"log.default.flush.interval.ms": "1000",
-		"log.retention.hours":           "168",
-		"socket.send.buffer":            "1048576",
-		"socket.receive.buffer":         "1048576",
-		"max.socket.request.bytes":      "104857600",
-		"enable.zookeeper":              "false",
-	}
+	props := broker.Shipped()
+	props["hostname"], props["port"], props["log.dir"] = "127.0.0.1", strconv.Itoa(port), logDir
+	return props
 }
 
 // kafkaBinary builds the kafka command once per provider.

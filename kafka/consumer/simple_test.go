@@ -264,27 +264,3 @@ func TestIteratorAllocatesNothingPerMessage(t *testing.T) {
 		t.Fatalf("%.2f allocations per message", allocs)
 	}
 }
-
-func BenchmarkIterator(b *testing.B) {
-	const n = 1500 // 200-byte messages, about 300 KB
-	var set []byte
-	for i := 0; i < n; i++ {
-		set = message.AppendV0(set, make([]byte, 200))
-	}
-	mb := &memBroker{log: set}
-	c := NewSimpleConsumer(mb.serve(b), 0)
-	it := NewPartitionIterator(c, "t", 0, 0, int32(len(set)))
-	ctx := context.Background()
-	b.SetBytes(200)
-	b.ReportAllocs()
-	for b.Loop() {
-		if !it.Next(ctx) {
-			if it.Err() != nil {
-				b.Fatal(it.Err())
-			}
-		}
-		if it.NextOffset() == int64(len(set)) {
-			it.SeekTo(0)
-		}
-	}
-}

@@ -1,42 +1,10 @@
 package log
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
-
-// BenchmarkAppend appends sets of 200-byte messages (the paper's §5 producer
-// test) with the shipped flush settings: fsync every 10000 messages on the
-// flusher goroutine. Bytes/s is the broker's disk-bound ceiling; msgs/s is
-// reported too.
-func BenchmarkAppend(b *testing.B) {
-	for _, batch := range []int{1, 50} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.FlushInterval = 10000
-			cfg.FlushIntervalMs = 0
-			cfg.FileSize = 512 << 20
-			l, err := Open(b.TempDir(), cfg, false)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer l.Close()
-			set := makeSet(0, batch, 200)
-			b.SetBytes(int64(len(set)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := l.Append(set); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "msgs/s")
-		})
-	}
-}
 
 // BenchmarkRead measures what a fetch costs the log: a binary search, a
 // Chunk and its release (the broker then sendfiles the chunk), and the same

@@ -253,22 +253,3 @@ func TestSendAllocatesNothing(t *testing.T) {
 		t.Fatalf("Send allocated %.1f times per call, want 0", allocs)
 	}
 }
-
-func benchmarkSend(b *testing.B, batchSize int) {
-	p := newTestProducer(b, brokerList(0, fakeBroker(b, nil)))
-	batch := make([][]byte, batchSize)
-	for i := range batch {
-		batch[i] = bytes.Repeat([]byte{'x'}, 200)
-	}
-	b.SetBytes(int64(batchSize * 200))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := p.Send("perf", -1, batch...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N*batchSize)/b.Elapsed().Seconds(), "msg/s")
-}
-
-func BenchmarkSendBatch1(b *testing.B)  { benchmarkSend(b, 1) }
-func BenchmarkSendBatch50(b *testing.B) { benchmarkSend(b, 50) }

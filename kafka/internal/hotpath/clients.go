@@ -1,0 +1,135 @@
+package hotpath
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
+)
+
+// producerSend is the sync producer's Send of one batch: one PRODUCE
+// request, one socket write (§5). The other end reads and drops the bytes,
+// so the time and the allocations are the client's alone.
+type producerSend struct {
+	inMemory
+	sink  *sink
+	p     *producer.SyncProducer
+	batch [][]byte
+}
+
+func openSend(batch int) func(dir string) (Op, error) {
+	return func(string) (Op, error) {
+		s, err := newSink()
+		if err != nil {
+			return nil, err
+		}
+		cfg := producer.DefaultConfig()
+		cfg.BrokerList = "0:" + s.ln.Addr().String()
+		p, err := producer.NewSync(cfg)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("hotpath: producer for %s: %w", cfg.BrokerList, err), s.close())
+		}
+		o := &producerSend{sink: s, p: p, batch: make([][]byte, batch)}
+		for i := range o.batch {
+			o.batch[i] = make([]byte, PayloadSize)
+		}
+		// The first Send dials; the steady state starts after it.
+		if err := o.Do(); err != nil {
+			return nil, errors.Join(err, o.Close())
+		}
+		return o, nil
+	}
+}
+
+func (o *producerSend) Do() error {
+	if err := o.p.Send(topic, -1, o.batch...); err != nil {
+		return fmt.Errorf("hotpath: producer/send of %d messages: %w", len(o.batch), err)
+	}
+	return nil
+}
+
+func (o *producerSend) Close() error { return errors.Join(o.p.Close(), o.sink.close()) }
+
+// sink accepts connections on 127.0.0.1 and discards what they send.
+type sink struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+func newSink() (*sink, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("hotpath: listen: %w", err)
+	}
+	s := &sink{ln: ln}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); io.Copy(io.Discard, c) }()
+		}
+	}()
+	return s, nil
+}
+
+func (s *sink) close() error {
+	err := s.ln.Close()
+	s.mu.Lock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+// consumerIterate is the consumer application's loop: PartitionIterator
+// hands out one message at a time, CRC checked, fetching FetchSize bytes
+// from a broker on loopback whenever its buffer runs out. It starts over at
+// offset 0 before reaching the end, so it never waits for new messages.
+type consumerIterate struct {
+	inMemory
+	lb  *loopback
+	c   *consumer.SimpleConsumer
+	it  *consumer.PartitionIterator
+	end int64
+	ctx context.Context
+}
+
+func openConsumerIterate(dir string) (Op, error) {
+	lb, end, err := startBroker(dir, 2<<20)
+	if err != nil {
+		return nil, err
+	}
+	c := consumer.NewSimpleConsumer(lb.addr(), 30*time.Second)
+	return &consumerIterate{lb: lb, c: c, it: consumer.NewPartitionIterator(c, topic, 0, 0, FetchSize),
+		end: end, ctx: context.Background()}, nil
+}
+
+func (o *consumerIterate) Do() error {
+	if !o.it.Next(o.ctx) {
+		return fmt.Errorf("hotpath: consumer/iterate at %d: %w", o.it.NextOffset(), o.it.Err())
+	}
+	if o.it.NextOffset() == o.end {
+		o.it.SeekTo(0)
+	}
+	return nil
+}
+
+func (o *consumerIterate) Close() error { return errors.Join(o.c.Close(), o.lb.close()) }
