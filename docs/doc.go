@@ -7,6 +7,8 @@
 //     module's package of that name (found with go/parser, so unexported
 //     helpers and build-tagged files count too); every repository path in
 //     backquotes and every relative link must exist.
+//   - The layer list of docs/DESIGN.md must give each package exactly the
+//     module packages it imports, and list every package under kafka/.
 //   - Every test named in paper/CLAIMS.md must exist in the package its cell
 //     names, and every file and identifier of its code column must exist.
 //   - Every citation "docs/PROTOCOL.md §N" (or "§N step K") in the code and

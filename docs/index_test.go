@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -22,8 +23,12 @@ type goPackage struct {
 	inFile  map[string]map[string]bool // file base name -> names declared in it ("Name" or "Type.Method")
 	tests   map[string]bool            // Test, Benchmark, Fuzz and Example functions of the _test.go files
 	strs    map[string]bool            // string literals of the non-test files
+	imports map[string]bool            // the module's packages the non-test files import (directories)
 	files   []*ast.File                // the parsed non-test files
 }
+
+// modulePath is the module's import path, from go.mod.
+var modulePath string
 
 // repo is the parsed module, built once.
 type repo struct {
@@ -53,8 +58,17 @@ func parseRepo() (*repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
 		return nil, err
+	}
+	for _, l := range strings.Split(string(gomod), "\n") {
+		if m, ok := strings.CutPrefix(strings.TrimSpace(l), "module "); ok {
+			modulePath = strings.Trim(strings.TrimSpace(m), `"`)
+		}
+	}
+	if modulePath == "" {
+		return nil, fmt.Errorf("%s/go.mod has no module line", root)
 	}
 	r := &repo{root: root, byDir: map[string]*goPackage{}, byName: map[string][]*goPackage{}}
 	fset := token.NewFileSet()
@@ -96,7 +110,8 @@ func (r *repo) pkg(dir string) *goPackage {
 	p := r.byDir[dir]
 	if p == nil {
 		p = &goPackage{dir: dir, decls: map[string]bool{}, members: map[string]map[string]bool{},
-			inFile: map[string]map[string]bool{}, tests: map[string]bool{}, strs: map[string]bool{}}
+			inFile: map[string]map[string]bool{}, tests: map[string]bool{}, strs: map[string]bool{},
+			imports: map[string]bool{}}
 		r.byDir[dir] = p
 	}
 	return p
@@ -115,6 +130,11 @@ func (p *goPackage) add(base string, f *ast.File) {
 	}
 	p.name = f.Name.Name
 	p.files = append(p.files, f)
+	for _, im := range f.Imports {
+		if path, err := strconv.Unquote(im.Path.Value); err == nil && strings.HasPrefix(path, modulePath+"/") {
+			p.imports[strings.TrimPrefix(path, modulePath+"/")] = true
+		}
+	}
 	here := map[string]bool{}
 	p.inFile[base] = here
 	member := func(typ, name string) {

@@ -328,3 +328,64 @@ func checkTestCell(t *testing.T, r *repo, l line, cell string) (tests, idents in
 	}
 	return tests, idents
 }
+
+// layerRE is one line of DESIGN.md's layer list: "name → dep, dep   comment" or "name   comment".
+var layerRE = regexp.MustCompile(`^    (\S+)(?: → (.+?))?(?:\s{2,}.*)?$`)
+
+// TestDesignLayers checks the dependency list of docs/DESIGN.md's "Layers" section against the imports of the
+// code: each line names a package (relative to kafka/, or from the root) and exactly the module's packages its
+// non-test files import, and every package under kafka/ has a line (test helpers and internal packages aside).
+func TestDesignLayers(t *testing.T) {
+	r := loadRepo(t)
+	resolve := func(name string) string {
+		if r.byDir["kafka/"+name] != nil {
+			return "kafka/" + name
+		}
+		return name
+	}
+	listed := map[string]bool{}
+	in := false
+	for _, l := range proseLines(r, t, "docs/DESIGN.md") {
+		if strings.HasPrefix(l.text, "## ") {
+			in = l.text == "## Layers"
+			continue
+		}
+		m := layerRE.FindStringSubmatch(l.text)
+		if !in || m == nil {
+			continue
+		}
+		dir := resolve(m[1])
+		p := r.byDir[dir]
+		if p == nil || p.name == "" {
+			t.Errorf("%s: %q is not a package of the module", l, m[1])
+			continue
+		}
+		listed[dir] = true
+		want := map[string]bool{}
+		if m[2] != "" {
+			for _, d := range strings.Split(m[2], ",") {
+				want[resolve(strings.TrimSpace(d))] = true
+			}
+		}
+		for d := range p.imports {
+			if !want[d] {
+				t.Errorf("%s: %s imports %s, which its line does not list", l, dir, d)
+			}
+		}
+		for d := range want {
+			if !p.imports[d] {
+				t.Errorf("%s: %s's line lists %s, which it does not import", l, dir, d)
+			}
+		}
+	}
+	if len(listed) == 0 {
+		t.Fatal("docs/DESIGN.md: no layer lines found under \"## Layers\"")
+	}
+	for dir, p := range r.byDir {
+		if strings.HasPrefix(dir, "kafka/") && p.name != "" && !listed[dir] &&
+			!strings.HasSuffix(dir, "test") && !strings.Contains(dir, "/internal/") {
+			t.Errorf("docs/DESIGN.md: the layer list has no line for %s", dir)
+		}
+	}
+	t.Logf("checked %d layer lines", len(listed))
+}
