@@ -22,7 +22,7 @@ type goPackage struct {
 	members map[string]map[string]bool // type name -> its methods, fields and interface methods
 	inFile  map[string]map[string]bool // file base name -> names declared in it ("Name" or "Type.Method")
 	tests   map[string]bool            // Test, Benchmark, Fuzz and Example functions of the _test.go files
-	strs    map[string]bool            // string literals of the non-test files
+	strs    map[string]bool            // string literals of every file, tests included (subtest names)
 	imports map[string]bool            // the module's packages the non-test files import (directories)
 	files   []*ast.File                // the parsed non-test files
 }
@@ -119,6 +119,14 @@ func (r *repo) pkg(dir string) *goPackage {
 
 // add records the declarations of one file.
 func (p *goPackage) add(base string, f *ast.File) {
+	ast.Inspect(f, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if s, err := strconv.Unquote(lit.Value); err == nil {
+				p.strs[s] = true
+			}
+		}
+		return true
+	})
 	isTest := strings.HasSuffix(base, "_test.go")
 	if isTest {
 		for _, d := range f.Decls {
@@ -186,14 +194,6 @@ func (p *goPackage) add(base string, f *ast.File) {
 			}
 		}
 	}
-	ast.Inspect(f, func(n ast.Node) bool {
-		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-			if s, err := strconv.Unquote(lit.Value); err == nil {
-				p.strs[s] = true
-			}
-		}
-		return true
-	})
 }
 
 // receiverType is the type name of a receiver or embedded field: T, *T, T[K], pkg.T.

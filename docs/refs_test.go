@@ -289,7 +289,9 @@ func checkCodeCell(t *testing.T, r *repo, l line, cell string) (files, idents in
 	return files, idents
 }
 
-var testRefRE = regexp.MustCompile(`^([\w./-]+): (\w+)$`)
+// testRefRE is "dir: TestName" or "dir: TestName/sub/test"; a subtest's name must be a string literal of the
+// package (as table-driven subtests name theirs).
+var testRefRE = regexp.MustCompile(`^([\w./-]+): (\w+)(?:/([\w/.-]+))?$`)
 
 func checkTestCell(t *testing.T, r *repo, l line, cell string) (tests, idents int) {
 	t.Helper()
@@ -316,6 +318,9 @@ func checkTestCell(t *testing.T, r *repo, l line, cell string) (tests, idents in
 		if tm := testRefRE.FindStringSubmatch(s); tm != nil {
 			dir = tm[1]
 			check(tm[2])
+			if p := r.byDir[dir]; tm[3] != "" && p != nil && !p.strs[tm[3]] {
+				t.Errorf("%s: test `%s`: %s has no subtest named %q (no such string literal)", l, s, dir, tm[3])
+			}
 			continue
 		}
 		if identRE.MatchString(s) && (isTestName(s) || s[0] >= 'A' && s[0] <= 'Z') {
