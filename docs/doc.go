@@ -12,7 +12,8 @@
 //   - Every test named in paper/CLAIMS.md must exist in the package its cell
 //     names, and every file and identifier of its code column must exist.
 //   - Every citation "docs/PROTOCOL.md §N" (or "§N step K") in the code and
-//     the documents must land on a section (and step) of docs/PROTOCOL.md.
+//     the documents must land on a section (and step) of docs/PROTOCOL.md, and
+//     nothing may cite a document outside the repository.
 //   - The worked examples in hex in docs/PROTOCOL.md must be the bytes the
 //     real encoders produce.
 //   - The settings tables of docs/PROTOCOL.md must name every property the

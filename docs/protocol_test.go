@@ -59,13 +59,16 @@ func protocolSections(t *testing.T, r *repo) map[int]section {
 var (
 	citationRE = regexp.MustCompile(`docs/PROTOCOL\.md((?:(?:,| and)? ?§\d+(?: step \d+)?)+)`)
 	sectionRE  = regexp.MustCompile(`§(\d+)(?: step (\d+))?`)
+	// outsideRE is a citation of the team's reference material, which is not part of the repository.
+	outsideRE = regexp.MustCompile(`\bSPEC(?:\.md)? ?§\d+|\.\./shared/|/work/[s]hared`)
 	// continuationRE joins the lines of a // comment, so that a citation broken over two lines is still one.
 	continuationRE = regexp.MustCompile(`\n[ \t]*//[ \t]*`)
 )
 
 // TestProtocolCitations checks that every "docs/PROTOCOL.md §N" and "§N step K" in the repository's Go files
 // and documents names a section (and a step of it) that docs/PROTOCOL.md has, and so do the bare "§N" of
-// docs/PROTOCOL.md itself (which mean its own sections; the paper's are "paper §N").
+// docs/PROTOCOL.md itself (which mean its own sections; the paper's are "paper §N"); and that nothing cites a
+// document outside the repository.
 func TestProtocolCitations(t *testing.T) {
 	r := loadRepo(t)
 	secs := protocolSections(t, r)
@@ -102,6 +105,9 @@ func TestProtocolCitations(t *testing.T) {
 			text = continuationRE.ReplaceAllString(text, " ")
 		} else {
 			text = strings.ReplaceAll(text, "\n", " ")
+		}
+		if m := outsideRE.FindString(text); m != "" {
+			t.Errorf("%s: cites %q, a document outside the repository; cite the paper or docs/PROTOCOL.md", rel, m)
 		}
 		for _, m := range citationRE.FindAllStringSubmatch(text, -1) {
 			for _, s := range sectionRE.FindAllStringSubmatch(m[1], -1) {
