@@ -169,6 +169,9 @@ func (f *fetcher) partitionError(p *ownedPartition, err error) {
 		f.log.Warn("consumer: offset out of range; resetting", "topic", p.topic, "partition", p.name,
 			"offset", p.fetchOffset, "autooffset.reset", f.cfg.AutoOffsetReset)
 		p.fetchOffset = -1
+	case errors.Is(err, ErrNotMessageStart):
+		// Fetching again from the same offset cannot help: say so, as for a message too large.
+		f.report(p, fmt.Errorf("%w; the group's committed offset is not a message boundary", err))
 	case errors.Is(err, ErrMessageTooLarge):
 		// docs/PROTOCOL.md §4: 0.7 stalled silently here; we say so, to the log and to the application.
 		f.report(p, fmt.Errorf("%w (fetch.size %d); raise fetch.size to read on", err, f.cfg.FetchSize))

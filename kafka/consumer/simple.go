@@ -32,6 +32,12 @@ var (
 	// fetch size, so no progress is possible until the fetch size grows.
 	// (0.7 returned an empty set here and its consumers stalled silently.)
 	ErrMessageTooLarge = errors.New("consumer: message larger than the fetch size")
+	// ErrNotMessageStart: the fetch offset falls inside a message, so the
+	// bytes there are not a message header. Offsets are byte positions
+	// (§3.1) and the broker sends the bytes from any offset, as 0.7 did; a
+	// consumer must start from an offset that OFFSETS or the end of a
+	// message gave it.
+	ErrNotMessageStart = errors.New("consumer: offset does not start a message")
 	// ErrChecksum: a message's CRC does not match its payload (§3.3). It is
 	// message.ErrChecksum, so either name matches with errors.Is.
 	ErrChecksum = message.ErrChecksum
@@ -80,7 +86,8 @@ func (c *SimpleConsumer) Close() error {
 // the caller drops and fetches again (message.Iterator stops cleanly there).
 // The slice is valid until the next call on c. An empty slice means the
 // consumer has caught up. If not even the first message fits in maxSize the
-// error wraps ErrMessageTooLarge.
+// error wraps ErrMessageTooLarge; if the bytes at offset are not a message
+// header (the offset falls inside a message), ErrNotMessageStart.
 func (c *SimpleConsumer) Fetch(topic string, partition int32, offset int64, maxSize int32) ([]byte, error) {
 	req := protocol.FetchRequest{Topic: topic, Partition: partition, Offset: offset, MaxSize: maxSize}
 	c.wbuf = req.AppendTo(c.wbuf[:0])
@@ -91,15 +98,34 @@ func (c *SimpleConsumer) Fetch(topic string, partition int32, offset int64, maxS
 	if code != protocol.ErrNone {
 		return nil, fmt.Errorf("consumer: fetch %s-%d at offset %d from %s: %w", topic, partition, offset, c.addr, code)
 	}
-	if err := checkFits(payload, maxSize); err != nil {
+	if err := checkStart(payload, offset, maxSize); err != nil {
 		return nil, fmt.Errorf("consumer: fetch %s-%d at offset %d: %w", topic, partition, offset, err)
 	}
 	return payload, nil
 }
 
-// checkFits reports a set that holds not even one whole message although
-// the broker filled the whole fetch size.
-func checkFits(set []byte, maxSize int32) error {
+// checkStart looks at the first message of a fetched set. A header that
+// cannot be a message's (an unknown magic, a length too small, or one
+// larger than any response can carry) means the offset is not where a
+// message starts: ErrNotMessageStart, with the bytes read. Otherwise a set
+// that holds not even one whole message although the broker filled the
+// whole fetch size is ErrMessageTooLarge.
+func checkStart(set []byte, offset int64, maxSize int32) error {
+	if len(set) > message.LengthSize {
+		var cause error
+		n := int64(binary.BigEndian.Uint32(set))
+		it := message.NewIterator(set, offset)
+		switch {
+		case !it.Next() && it.Err() != nil:
+			cause = it.Err()
+		case message.LengthSize+n > protocol.MaxResponseSize:
+			cause = fmt.Errorf("no message is larger than the %d bytes a response may hold", protocol.MaxResponseSize)
+		}
+		if cause != nil {
+			return fmt.Errorf("offset %d does not start a message: its first bytes % x read as a %d-byte message of magic %d (%w: %w)",
+				offset, set[:min(len(set), message.HeaderSizeV1)], message.LengthSize+n, set[message.LengthSize], ErrNotMessageStart, cause)
+		}
+	}
 	if len(set) == 0 || len(set) < int(maxSize) {
 		return nil
 	}
@@ -159,7 +185,7 @@ func (c *SimpleConsumer) singleOffset(topic string, partition int32, t int64) (i
 // FetchResult is one partition's answer within a MULTIFETCH.
 type FetchResult struct {
 	Set []byte // raw log bytes, aliasing the consumer's buffer
-	Err error  // a broker error code or ErrMessageTooLarge, wrapped
+	Err error  // a broker error code, ErrMessageTooLarge or ErrNotMessageStart, wrapped
 }
 
 // MultiFetch sends one MULTIFETCH with every fetch and returns one result
@@ -184,7 +210,7 @@ func (c *SimpleConsumer) MultiFetch(fetches []protocol.FetchRequest) ([]FetchRes
 		r := FetchResult{Set: set}
 		if code != protocol.ErrNone {
 			r.Set, r.Err = nil, fmt.Errorf("consumer: fetch %s-%d at offset %d: %w", f.Topic, f.Partition, f.Offset, code)
-		} else if err := checkFits(set, f.MaxSize); err != nil {
+		} else if err := checkStart(set, f.Offset, f.MaxSize); err != nil {
 			r.Set, r.Err = nil, fmt.Errorf("consumer: fetch %s-%d at offset %d: %w", f.Topic, f.Partition, f.Offset, err)
 		}
 		c.results = append(c.results, r)

@@ -264,3 +264,56 @@ func TestIteratorAllocatesNothingPerMessage(t *testing.T) {
 		t.Fatalf("%.2f allocations per message", allocs)
 	}
 }
+
+// TestFetchAtAnOffsetInsideAMessage: the broker sends bytes from any offset
+// (§3.1: offsets are byte positions), so a fetch from inside a message gets
+// bytes that are not a header. That is ErrNotMessageStart, naming the
+// offset and what was read, not ErrMessageTooLarge ("raise the fetch
+// size"), whether the bytes read as a length larger than any response
+// (issue 9: "the first message is 1409376939 bytes"), an unknown magic, or
+// a length too small.
+func TestFetchAtAnOffsetInsideAMessage(t *testing.T) {
+	// Message 0 (9-byte header, then the payload at offset 9) holds at
+	// offset 12 the bytes 54 00 00 00 | 00: a magic-0 message of 4+0x54000000
+	// bytes; at offset 17, 00 00 00 20 | 61: magic 97. Message 1 is 100 zeros.
+	p0 := append([]byte("abc"), 0x54, 0, 0, 0, 0, 0, 0, 0, 0x20, 0x61, 'x', 'y', 'z')
+	log := message.AppendV0(nil, p0)
+	start1 := int64(len(log))
+	log = message.AppendV0(log, make([]byte, 100))
+	b := &memBroker{log: log}
+	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
+	for _, tc := range []struct {
+		offset int64
+		want   string
+	}{
+		{12, "read as a 1409286148-byte message of magic 0 (consumer: offset does not start a message: no message is larger"},
+		{17, "read as a 36-byte message of magic 97 (consumer: offset does not start a message: message: unknown magic 97"},
+		{start1 + 9 + 10, "read as a 4-byte message of magic 0 (consumer: offset does not start a message: message: corrupt message: length 0"},
+	} {
+		_, err := c.Fetch("t", 0, tc.offset, 300<<10)
+		if !errors.Is(err, ErrNotMessageStart) || errors.Is(err, ErrMessageTooLarge) {
+			t.Fatalf("fetch at %d: %v, want ErrNotMessageStart and not ErrMessageTooLarge", tc.offset, err)
+		}
+		want := fmt.Sprintf("offset %d does not start a message", tc.offset)
+		if !bytes.Contains([]byte(err.Error()), []byte(want)) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+			t.Fatalf("fetch at %d: %q, want it to say %q and %q", tc.offset, err, want, tc.want)
+		}
+		t.Logf("fetch at %d: %v", tc.offset, err)
+	}
+	// The message boundaries still read, and a real oversized message is
+	// still ErrMessageTooLarge.
+	if set, err := c.Fetch("t", 0, 0, 300<<10); err != nil || !bytes.Equal(set, log) {
+		t.Fatalf("fetch at 0: %d bytes, %v", len(set), err)
+	}
+	if _, err := c.Fetch("t", 0, start1, 50); !errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("fetch of the 109-byte message with 50 bytes: %v, want ErrMessageTooLarge", err)
+	}
+	it := NewPartitionIterator(c, "t", 0, 12, 300<<10)
+	if it.Next(context.Background()) || !errors.Is(it.Err(), ErrNotMessageStart) {
+		t.Fatalf("iterator from 12: %v, want ErrNotMessageStart", it.Err())
+	}
+	res, err := c.MultiFetch([]protocol.FetchRequest{{Topic: "t", Offset: 17, MaxSize: 1000}, {Topic: "t", Offset: 0, MaxSize: 1000}})
+	if err != nil || !errors.Is(res[0].Err, ErrNotMessageStart) || res[1].Err != nil {
+		t.Fatalf("multifetch: %v, %v", res, err)
+	}
+}

@@ -75,18 +75,7 @@ func TestConsoleProducerAndShells(t *testing.T) {
 	if code, _, errOut := runCmd("first\nsecond\n\nfourth", "console-producer", "--broker-list", addr, "--topic", "lines", "--batch-size", "2"); code != 0 {
 		t.Fatalf("console-producer: %d %s", code, errOut)
 	}
-	want := int64(message.SizeV0(5) + message.SizeV0(6) + message.SizeV0(0) + message.SizeV0(6))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, out, _ := runCmd("", "get-offset-shell", "--broker", addr, "--topic", "lines", "--time", "-1")
-		if strings.TrimSpace(out) == strconv.FormatInt(want, 10) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("latest offset %q, want %d", out, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitLatest(t, addr, "lines", int64(message.SizeV0(5)+message.SizeV0(6)+message.SizeV0(0)+message.SizeV0(6)))
 	code, out, errOut := runCmd("", "simple-consumer-shell", "--broker", addr, "--topic", "lines", "--offset", "-2", "--max-messages", "4", "--print-offsets")
 	if code != 0 {
 		t.Fatalf("simple-consumer-shell: %d %s", code, errOut)
@@ -94,5 +83,22 @@ func TestConsoleProducerAndShells(t *testing.T) {
 	wantOut := "offset 0 next 14: first\noffset 14 next 29: second\noffset 29 next 38: \noffset 38 next 53: fourth\n"
 	if out != wantOut {
 		t.Fatalf("simple-consumer-shell printed\n%q\nwant\n%q", out, wantOut)
+	}
+}
+
+// waitLatest waits until get-offset-shell reports want as the latest offset
+// of partition 0 of topic: everything produced has been flushed.
+func waitLatest(t *testing.T, addr, topic string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, out, _ := runCmd("", "get-offset-shell", "--broker", addr, "--topic", topic, "--time", "-1")
+		if strings.TrimSpace(out) == strconv.FormatInt(want, 10) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("latest offset of %s %q, want %d", topic, out, want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
