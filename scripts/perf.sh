@@ -112,11 +112,11 @@ for phase in $PHASES; do
 	case $phase in
 	b50)
 		run producer50 producer-perf --broker-list "127.0.0.1:$port" --topic perf50 \
-			--messages "$MESSAGES" --message-size "$MESSAGE_SIZE" --batch-size 50
+			--messages "$MESSAGES" --message-size "$MESSAGE_SIZE" --batch-size 50 --magic 0
 		ran+=("$out/producer50.out") ;;
 	b1)
 		run producer1 producer-perf --broker-list "127.0.0.1:$port" --topic perf1 \
-			--messages "$PERF_B1_MESSAGES" --message-size "$MESSAGE_SIZE" --batch-size 1
+			--messages "$PERF_B1_MESSAGES" --message-size "$MESSAGE_SIZE" --batch-size 1 --magic 0
 		ran+=("$out/producer1.out") ;;
 	consumer)
 		run consumer consumer-perf --broker "127.0.0.1:$port" --topic perf50 \

@@ -114,6 +114,25 @@ func AppendV1(dst []byte, codec Codec, payload []byte) []byte {
 	return append(dst, payload...)
 }
 
+// Append appends one uncompressed message holding payload to dst in the
+// given format: MagicV0 (the paper's) or MagicV1 (0.7's, attributes 0).
+// Any other magic is written as MagicV1, the format 0.7 writes.
+func Append(dst []byte, magic byte, payload []byte) []byte {
+	if magic == MagicV0 {
+		return AppendV0(dst, payload)
+	}
+	return AppendV1(dst, CodecNone, payload)
+}
+
+// Size is the size on the wire and on disk of an uncompressed message of
+// the given format holding payloadLen bytes.
+func Size(magic byte, payloadLen int) int {
+	if magic == MagicV0 {
+		return HeaderSizeV0 + payloadLen
+	}
+	return HeaderSizeV1 + payloadLen
+}
+
 // Message is one whole message, its length prefix included. It is a view
 // into a larger buffer: it does not own its bytes. Its methods assume the
 // structure was checked by an Iterator or Validate.

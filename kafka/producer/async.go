@@ -268,7 +268,7 @@ func (b *batcher) send() {
 		if s.count == 0 {
 			b.order = append(b.order, k)
 		}
-		s.buf = message.AppendV0(s.buf, it.msg)
+		s.buf = message.Append(s.buf, a.cfg.Magic, it.msg)
 		s.count++
 	}
 	clear(b.items) // drop references to the callers' bytes
@@ -276,7 +276,7 @@ func (b *batcher) send() {
 	for _, k := range b.order {
 		s := b.sets[k]
 		set := s.buf
-		if a.cfg.Compression != message.CodecNone {
+		if a.cfg.compresses(k.topic) {
 			w, err := message.Compress(a.cfg.Compression, set)
 			if err != nil {
 				a.failed.Add(int64(s.count))

@@ -39,7 +39,7 @@ func TestCompressedSetsRoundTripThroughBroker(t *testing.T) {
 			// What the producer put on the wire: one wrapper of the batch.
 			var inner []byte
 			for _, m := range msgs {
-				inner = message.AppendV0(inner, m)
+				inner = message.Append(inner, pc.Magic, m) // magic 1 by default, as 0.7
 			}
 			want, err := message.Compress(codec, inner)
 			if err != nil {

@@ -176,7 +176,7 @@ func (p *SyncProducer) pick(topic string, partition int32, key []byte) (Partitio
 	return parts[p.partitioner.Partition(key, len(parts))], nil
 }
 
-// send frames one PRODUCE request (msgs encoded as magic-0 messages, or
+// send frames one PRODUCE request (msgs encoded in format cfg.Magic, or
 // set as is) in the connection's reused buffer with protocol's encoder and
 // writes it once.
 func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []byte) error {
@@ -191,11 +191,11 @@ func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []by
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if msgs != nil && p.cfg.Compression != message.CodecNone {
+	if msgs != nil && p.cfg.compresses(topic) {
 		// §3.1/0.7: a compressed batch is one magic-1 wrapper message.
 		c.scratch = c.scratch[:0]
 		for _, m := range msgs {
-			c.scratch = message.AppendV0(c.scratch, m)
+			c.scratch = message.Append(c.scratch, p.cfg.Magic, m)
 		}
 		w, err := message.Compress(p.cfg.Compression, c.scratch)
 		if err != nil {
@@ -212,7 +212,7 @@ func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []by
 	// the second buffer and copy.
 	b, f := protocol.AppendProduceHeader(c.buf[:0], topic, dst.Part)
 	for _, m := range msgs {
-		b = message.AppendV0(b, m)
+		b = message.Append(b, p.cfg.Magic, m)
 	}
 	c.buf = f.Finish(b)
 	return c.writeLocked()

@@ -74,8 +74,14 @@ func brokerList(id int, addr string) string {
 }
 
 func newTestProducer(t testing.TB, list string) *SyncProducer {
+	return newTestProducerMagic(t, list, message.MagicV1)
+}
+
+// newTestProducerMagic is newTestProducer writing format magic (message.magic).
+func newTestProducerMagic(t testing.TB, list string, magic byte) *SyncProducer {
 	cfg := DefaultConfig()
 	cfg.BrokerList = list
+	cfg.Magic = magic
 	p, err := NewSync(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +92,7 @@ func newTestProducer(t testing.TB, list string) *SyncProducer {
 
 func TestSendIsOneProduceWithTheWholeBatch(t *testing.T) {
 	reqs := make(chan protocol.Request, 10)
-	p := newTestProducer(t, brokerList(0, fakeBroker(t, reqs)))
+	p := newTestProducerMagic(t, brokerList(0, fakeBroker(t, reqs)), message.MagicV0) // magic 1: magic_test.go
 	msgs := [][]byte{[]byte("a"), []byte("hello"), bytes.Repeat([]byte{7}, 300)}
 	if err := p.Send("topic1", -1, msgs...); err != nil {
 		t.Fatal(err)

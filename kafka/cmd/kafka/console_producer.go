@@ -27,7 +27,9 @@ func consoleProducer(args []string, std stdio) error {
 	topic := fs.String("topic", "", "topic to produce to")
 	batch := fs.Int("batch-size", 200, "lines per PRODUCE request when input arrives faster than it is sent")
 	partition := fs.Int("partition", -1, "partition (-1: the broker picks)")
-	compress := fs.Bool("compress", false, "send each batch gzip-compressed in one wrapper message")
+	compress := fs.Bool("compress", false, "send each batch gzip-compressed in one wrapper message (--compression-codec gzip)")
+	codecName := fs.String("compression-codec", "none", "compress each batch into one wrapper: none, gzip or snappy (compression.codec)")
+	magic := fs.Int("magic", 1, "message format: 1 as Kafka 0.7 writes (10 bytes of header), 0 the paper's (9 bytes)")
 	maxLine := fs.Int("max-message-size", 1000000, "longest line accepted (max.message.size)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -47,9 +49,21 @@ func consoleProducer(args []string, std stdio) error {
 		cfg.BrokerList = brokerList(*brokers)
 	}
 	cfg.MaxMessageSize = *maxLine
-	if *compress {
-		cfg.Compression = message.CodecGzip
+	codec, err := parseCodec(*codecName)
+	if err != nil {
+		return err
 	}
+	if *compress {
+		if codec == message.CodecSnappy {
+			return usagef("--compress is gzip; it contradicts --compression-codec snappy")
+		}
+		codec = message.CodecGzip
+	}
+	cfg.Compression = codec
+	if *magic != 0 && *magic != 1 {
+		return usagef("--magic must be 0 or 1, got %d", *magic)
+	}
+	cfg.Magic = byte(*magic)
 	p, err := producer.NewSync(cfg)
 	if err != nil {
 		return err
@@ -109,4 +123,14 @@ func lastEnd(ends []int) int {
 		return 0
 	}
 	return ends[len(ends)-1]
+}
+
+// parseCodec reads a --compression-codec value: a name or 0.7's number.
+func parseCodec(s string) (message.Codec, error) {
+	for _, c := range []message.Codec{message.CodecNone, message.CodecGzip, message.CodecSnappy} {
+		if s == c.String() || s == string('0'+byte(c)) {
+			return c, nil
+		}
+	}
+	return 0, usagef("--compression-codec %q is not none, gzip or snappy (or 0, 1, 2)", s)
 }

@@ -72,7 +72,7 @@ func TestDumpLogSegmentsOnACorruptFile(t *testing.T) {
 func TestConsoleProducerAndShells(t *testing.T) {
 	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.default.flush.interval.ms": "10"}})
 	addr := b.HostPort()
-	if code, _, errOut := runCmd("first\nsecond\n\nfourth", "console-producer", "--broker-list", addr, "--topic", "lines", "--batch-size", "2"); code != 0 {
+	if code, _, errOut := runCmd("first\nsecond\n\nfourth", "console-producer", "--broker-list", addr, "--topic", "lines", "--batch-size", "2", "--magic", "0"); code != 0 {
 		t.Fatalf("console-producer: %d %s", code, errOut)
 	}
 	waitLatest(t, addr, "lines", int64(message.SizeV0(5)+message.SizeV0(6)+message.SizeV0(0)+message.SizeV0(6)))

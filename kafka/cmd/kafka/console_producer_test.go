@@ -1,0 +1,67 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+)
+
+// console-producer writes 0.7's format by default (magic 1), magic 0 with
+// --magic 0, and compresses with --compression-codec (--compress is gzip).
+func TestConsoleProducerFormats(t *testing.T) {
+	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.flush.interval": "1"}})
+	sc := consumer.NewSimpleConsumer(b.HostPort(), 5*time.Second)
+	defer sc.Close()
+	for _, c := range []struct {
+		topic string
+		flags []string
+		outer message.Codec
+		magic byte
+	}{
+		{"plain", nil, message.CodecNone, 1},
+		{"paper", []string{"--magic", "0"}, message.CodecNone, 0},
+		{"snappy", []string{"--compression-codec", "snappy"}, message.CodecSnappy, 1},
+		{"gzip", []string{"--compress"}, message.CodecGzip, 1},
+		{"gzip0", []string{"--compression-codec", "1", "--magic", "0"}, message.CodecGzip, 0},
+	} {
+		args := append([]string{"console-producer", "--broker-list", b.HostPort(), "--topic", c.topic, "--batch-size", "10"}, c.flags...)
+		if code, _, errOut := runCmd("one\ntwo\nthree\n", args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.flags, code, errOut)
+		}
+		var set []byte
+		for deadline := time.Now().Add(5 * time.Second); len(set) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			var err error
+			if set, err = sc.Fetch(c.topic, 0, 0, 1<<16); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first := message.Message(set)
+		if len(set) < message.HeaderSizeV1 || first.Codec() != c.outer || (c.outer == message.CodecNone && first.Magic() != c.magic) {
+			t.Fatalf("%v: first stored message %x, want codec %v magic %d", c.flags, set, c.outer, c.magic)
+		}
+		d := message.NewDeepIterator(set, 0)
+		var got []string
+		for d.Next() {
+			if d.Message().Magic() != c.magic {
+				t.Fatalf("%v: message %q has magic %d, want %d", c.flags, d.Message().Payload(), d.Message().Magic(), c.magic)
+			}
+			got = append(got, string(d.Message().Payload()))
+		}
+		if d.Err() != nil || len(got) != 3 || got[2] != "three" {
+			t.Fatalf("%v: read back %q (%v)", c.flags, got, d.Err())
+		}
+	}
+	for _, bad := range [][]string{
+		{"--compression-codec", "lz4"},
+		{"--compress", "--compression-codec", "snappy"},
+		{"--magic", "2"},
+	} {
+		args := append([]string{"console-producer", "--broker-list", b.HostPort(), "--topic", "x"}, bad...)
+		if code, _, errOut := runCmd("", args...); code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", bad, code, errOut)
+		}
+	}
+}
