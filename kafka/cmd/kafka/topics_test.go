@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
@@ -55,6 +56,7 @@ func TestIntegration_TopicsAndOffsetChecker(t *testing.T) {
 	// 3 messages of 5 bytes (14 bytes each on disk) to 1-1.
 	cfg := producer.DefaultConfig()
 	cfg.ZkConnect = connect
+	cfg.Magic = message.MagicV0 // 9 bytes of header, as the sizes below count
 	p, err := producer.NewSync(cfg)
 	if err != nil {
 		t.Fatal(err)
