@@ -45,11 +45,12 @@ func nextFrame(t *testing.T, frames <-chan []byte) []byte {
 	}
 }
 
-// set is what the producer is expected to put in a PRODUCE for msgs.
+// set is what the producer is expected to put in a PRODUCE for msgs, in
+// its default format (magic 1, as 0.7 writes).
 func set(msgs ...string) []byte {
 	var s []byte
 	for _, m := range msgs {
-		s = message.AppendV0(s, []byte(m))
+		s = message.Append(s, DefaultConfig().Magic, []byte(m))
 	}
 	return s
 }
