@@ -17,10 +17,10 @@ func TestToolsNameAnOffsetInsideAMessage(t *testing.T) {
 	// Payloads of 'T' (0x54): read from inside one, the length field is
 	// 0x54545454 = 1414812756 bytes, past what any response can hold.
 	lines := strings.Repeat(strings.Repeat("T", 100)+"\n", 5)
-	if code, _, errOut := runCmd(lines, "console-producer", "--broker-list", addr, "--topic", "tt"); code != 0 {
+	if code, _, errOut := runCmd(lines, "console-producer", "--broker-list", addr, "--topic", "tt", "--magic", "0"); code != 0 {
 		t.Fatalf("console-producer: %d %s", code, errOut)
 	}
-	waitLatest(t, addr, "tt", 5*(9+100))
+	waitLatest(t, addr, "tt", 5*(9+100)) // magic 0: 9 bytes of header
 	const want = "offset 20 does not start a message: its first bytes 54 54 54 54 54 54 54 54 54 54 read as a 1414812760-byte message of magic 84"
 	for _, args := range [][]string{
 		{"simple-consumer-shell", "--broker", addr, "--topic", "tt", "--offset", "20", "--max-messages", "1"},
