@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -27,8 +26,8 @@ type Config struct {
 	// TestTimeout bounds one producer or consumer test; 0 means no bound.
 	// A test that runs out of time is recorded as failed with what it measured.
 	TestTimeout time.Duration
-	Progress    *Progress // may be nil
-	Log         *slog.Logger
+	Progress    *Progress    // may be nil
+	Log         *slog.Logger // gets component=experiments; nil: slog.Default()
 }
 
 // DefaultConfig is the paper's set-up.
@@ -111,8 +110,9 @@ type SystemReport struct {
 // returns an error only when ctx is cancelled.
 func Run(ctx context.Context, cfg Config, targets []Target) ([]SystemReport, error) {
 	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Log = slog.Default()
 	}
+	cfg.Log = cfg.Log.With("component", "experiments")
 	var out []SystemReport
 	for _, t := range targets {
 		if err := ctx.Err(); err != nil {

@@ -5,12 +5,8 @@ package kafka_test
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -136,13 +132,4 @@ func retentionBroker(t *testing.T, props map[string]string) (*brokertest.Broker,
 	}
 	waitLatest(t, c, "old", 0, end)
 	return tb, c, end
-}
-
-// TestMain silences the brokers' logs unless the test runs with -v.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if !testing.Verbose() {
-		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}
-	os.Exit(m.Run())
 }

@@ -88,7 +88,7 @@ type Options struct {
 	Labels map[string]string
 	// StartTimeout bounds one server start (default 3 minutes).
 	StartTimeout time.Duration
-	Log          *slog.Logger
+	Log          *slog.Logger // gets component=compare/containers; nil: slog.Default()
 }
 
 // Provider starts servers as Docker containers. It satisfies compare.Provider.
@@ -112,6 +112,7 @@ func NewProvider(opts Options) (*Provider, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	opts.Log = opts.Log.With("component", "compare/containers")
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 3 * time.Minute
 	}
@@ -188,7 +189,7 @@ func (p *Provider) Start(ctx context.Context, service string) (compare.Server, e
 		p.zkAddr = s.internalAddr
 	}
 	p.mu.Unlock()
-	p.opts.Log.Info("containers: server started", "service", service, "image", image,
+	p.opts.Log.Info("server started", "service", service, "image", image,
 		"container", shortID(s.ctr.GetContainerID()), "addr", fmt.Sprintf("%s:%d", s.ep.Host, s.ep.Port), "dir", dir)
 	return s, nil
 }
@@ -259,8 +260,8 @@ var (
 	setupLoopback bool
 )
 
-// tcLogger sends testcontainers' messages to slog at debug level (to
-// slog.Default() when l is nil).
+// tcLogger sends testcontainers' messages to slog at debug level, marked
+// source=testcontainers (to slog.Default() when l is nil).
 type tcLogger struct{ l *slog.Logger }
 
 func (t tcLogger) Printf(format string, v ...any) {
@@ -268,7 +269,7 @@ func (t tcLogger) Printf(format string, v ...any) {
 	if l == nil {
 		l = slog.Default()
 	}
-	l.Debug("testcontainers: " + strings.TrimSpace(fmt.Sprintf(format, v...)))
+	l.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)), "source", "testcontainers")
 }
 
 func shortID(id string) string {

@@ -44,7 +44,7 @@ type Options struct {
 	KafkaProperties map[string]string
 	// StartTimeout bounds one server start (default 3 minutes).
 	StartTimeout time.Duration
-	Log          *slog.Logger
+	Log          *slog.Logger // gets component=compare/local; nil: slog.Default()
 }
 
 // Provider starts servers as local processes.
@@ -66,6 +66,7 @@ func New(opts Options) (*Provider, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	opts.Log = opts.Log.With("component", "compare/local")
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 3 * time.Minute
 	}

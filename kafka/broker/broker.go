@@ -122,7 +122,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	if b.log == nil {
 		b.log = slog.Default()
 	}
-	logs, err := log.NewManager(cfg.LogDir, cfg.LogConfig())
+	lc := cfg.LogConfig()
+	lc.Logger = opts.Logger // as given: the log manager adds component=log (nil: slog.Default())
+	logs, err := log.NewManager(cfg.LogDir, lc)
 	if err != nil {
 		return nil, fmt.Errorf("broker: open logs in %s: %w", cfg.LogDir, err)
 	}

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -344,4 +346,45 @@ func TestFetchSizeCap(t *testing.T) {
 	if code != protocol.ErrNone || !bytes.Equal(b, set[:limit]) {
 		t.Fatalf("huge fetch: code %v, %d bytes; want the first %d bytes", code, len(b), limit)
 	}
+}
+
+// The broker hands its logger to the log manager it creates: the log's
+// lines arrive there, marked component=log.
+func TestLoggerReachesTheLogManager(t *testing.T) {
+	var buf syncBuffer
+	cfg := broker.DefaultConfig()
+	cfg.Hostname, cfg.Port, cfg.LogDir = "127.0.0.1", 0, t.TempDir()
+	b, err := broker.New(cfg, broker.Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Logs().GetOrCreate("t", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`msg="loaded logs" component=log`, `msg="created partition" component=log`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the broker's logger got no %s:\n%s", want, buf.String())
+		}
+	}
+}
+
+// syncBuffer is a strings.Builder safe for the broker's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

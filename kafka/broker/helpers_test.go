@@ -174,8 +174,9 @@ func splitHostPort(addr string) (string, int, error) {
 	return host, port, err
 }
 
-// TestMain silences the default logger (the log manager logs through it)
-// unless -v is given, so benchmark output stays readable.
+// TestMain silences the default logger unless -v is given: the tests that
+// call broker.New themselves with a nil Logger log through it, and so does
+// LoadConfig.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if !testing.Verbose() {

@@ -87,7 +87,7 @@ func (f *fetcher) run() {
 		if err != nil {
 			// Log the first failure and then every tenth: a dead broker is soon removed by a rebalance.
 			if failures%10 == 0 {
-				f.log.Warn("consumer: fetch round failed; backing off", "err", err, "backoff", f.cfg.FetcherBackoff)
+				f.log.Warn("fetch round failed; backing off", "err", err, "backoff", f.cfg.FetcherBackoff)
 			}
 			failures++
 		} else {
@@ -166,7 +166,7 @@ func (f *fetcher) partitionError(p *ownedPartition, err error) {
 	switch {
 	case errors.Is(err, protocol.ErrOffsetOutOfRange):
 		// The offset is gone (retention) or beyond the log: start again where autooffset.reset says.
-		f.log.Warn("consumer: offset out of range; resetting", "topic", p.topic, "partition", p.name,
+		f.log.Warn("offset out of range; resetting", "topic", p.topic, "partition", p.name,
 			"offset", p.fetchOffset, "autooffset.reset", f.cfg.AutoOffsetReset)
 		p.fetchOffset = -1
 	case errors.Is(err, ErrNotMessageStart):
@@ -176,14 +176,14 @@ func (f *fetcher) partitionError(p *ownedPartition, err error) {
 		// docs/PROTOCOL.md §4: 0.7 stalled silently here; we say so, to the log and to the application.
 		f.report(p, fmt.Errorf("%w (fetch.size %d); raise fetch.size to read on", err, f.cfg.FetchSize))
 	default:
-		f.log.Warn("consumer: fetch of a partition failed", "topic", p.topic, "partition", p.name,
+		f.log.Warn("fetch of a partition failed", "topic", p.topic, "partition", p.name,
 			"offset", p.fetchOffset, "err", err)
 	}
 }
 
 // report stops fetching p and hands err to its stream, so the application learns why the partition stopped.
 func (f *fetcher) report(p *ownedPartition, err error) {
-	f.log.Error("consumer: partition cannot make progress", "topic", p.topic, "partition", p.name, "err", err)
+	f.log.Error("partition cannot make progress", "topic", p.topic, "partition", p.name, "err", err)
 	f.stalled[p] = true
 	select {
 	case p.stream.queue <- &chunk{part: p, gen: f.gen, err: err}:
@@ -205,7 +205,7 @@ func (f *fetcher) resolveStart(sc *SimpleConsumer, p *ownedPartition) error {
 	if err != nil {
 		return err
 	}
-	f.log.Info("consumer: starting partition from the broker's offset", "topic", p.topic, "partition", p.name,
+	f.log.Info("starting partition from the broker's offset", "topic", p.topic, "partition", p.name,
 		"autooffset.reset", f.cfg.AutoOffsetReset, "offset", off)
 	p.fetchOffset = off
 	p.consumed.Store(off)

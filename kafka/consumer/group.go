@@ -58,13 +58,18 @@ func NewGroupConsumer(cfg GroupConfig) (*GroupConsumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	lg := slog.Default().With("group", cfg.GroupID, "consumer", id)
+	base := cfg.Logger
+	if base == nil {
+		base = slog.Default()
+	}
+	base = base.With("group", cfg.GroupID, "consumer", id)
+	// The ZooKeeper session logs with component=zk, the group with component=consumer.
 	c, err := zk.Open(cfg.ZkConnect, zk.Options{SessionTimeout: cfg.ZkSessionTimeout,
-		ConnectTimeout: cfg.ZkConnectionTimeout, Logger: lg})
+		ConnectTimeout: cfg.ZkConnectionTimeout, Logger: base})
 	if err != nil {
 		return nil, fmt.Errorf("consumer: group %q: %w", cfg.GroupID, err)
 	}
-	return &GroupConsumer{cfg: cfg, id: id, zk: c, log: lg, trigger: make(chan struct{}, 1),
+	return &GroupConsumer{cfg: cfg, id: id, zk: c, log: base.With("component", "consumer"), trigger: make(chan struct{}, 1),
 		closing: make(chan struct{})}, nil
 }
 
@@ -176,7 +181,7 @@ func (g *GroupConsumer) autoCommit() {
 			return
 		case <-t.C:
 			if err := g.CommitOffsets(); err != nil && !errors.Is(err, ErrGroupClosed) {
-				g.log.Warn("consumer: autocommit failed; will retry", "err", err)
+				g.log.Warn("autocommit failed; will retry", "err", err)
 			}
 		}
 	}
@@ -234,7 +239,7 @@ func (g *GroupConsumer) endStreams(final error) {
 // out of retries is a clear error, not a silent stall). The consumer also leaves the group, releasing what it
 // owns and removing its registration, so that the rest of the group can divide the partitions without it.
 func (g *GroupConsumer) fail(err error) {
-	g.log.Error("consumer: giving up; streams end with this error", "err", err)
+	g.log.Error("giving up; streams end with this error", "err", err)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.stopFetchers()

@@ -3,6 +3,7 @@ package consumer
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,10 @@ type GroupConfig struct {
 	QueuedChunksMax int
 	// SocketTimeout is socket.timeout.ms (30000): the longest a fetch or offsets request may take.
 	SocketTimeout time.Duration
+
+	// Logger receives the group's log lines (component=consumer) and its ZooKeeper session's (component=zk),
+	// each with the group and consumer id. It is not a property. nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // Offset-reset policies of autooffset.reset.

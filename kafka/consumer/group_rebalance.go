@@ -36,7 +36,7 @@ func (g *GroupConsumer) readRegistry() (*registryView, error) {
 	for _, s := range ids {
 		id, err := strconv.Atoi(s)
 		if err != nil {
-			g.log.Warn("consumer: ignoring a broker registration with a non-numeric id", "node", s)
+			g.log.Warn("ignoring a broker registration with a non-numeric id", "node", s)
 			continue
 		}
 		data, err := g.zk.Get(zk.BrokerIDPath(id))
@@ -47,7 +47,7 @@ func (g *GroupConsumer) readRegistry() (*registryView, error) {
 		}
 		b, err := parseBrokerInfo(id, string(data))
 		if err != nil {
-			g.log.Warn("consumer: ignoring a broker registration", "err", err)
+			g.log.Warn("ignoring a broker registration", "err", err)
 			continue
 		}
 		v.brokers[id] = b
@@ -74,7 +74,7 @@ func (g *GroupConsumer) readRegistry() (*registryView, error) {
 			}
 			n, err := strconv.Atoi(strings.TrimSpace(string(data)))
 			if err != nil || n < 0 {
-				g.log.Warn("consumer: ignoring a topic registration", "topic", topic, "broker", id, "data", string(data))
+				g.log.Warn("ignoring a topic registration", "topic", topic, "broker", id, "data", string(data))
 				continue
 			}
 			for p := range n {
@@ -96,7 +96,7 @@ func (g *GroupConsumer) readRegistry() (*registryView, error) {
 		}
 		var sub map[string]int
 		if err := json.Unmarshal(data, &sub); err != nil {
-			g.log.Warn("consumer: ignoring a consumer registration", "consumer", m, "data", string(data), "err", err)
+			g.log.Warn("ignoring a consumer registration", "consumer", m, "data", string(data), "err", err)
 			continue
 		}
 		for topic, n := range sub {
@@ -135,7 +135,7 @@ func (g *GroupConsumer) rebalanceOnce(reason string) (conflict bool, err error) 
 		}
 	}
 	if err := g.commitLocked(); err != nil {
-		g.log.Warn("consumer: commit before rebalance failed", "err", err)
+		g.log.Warn("commit before rebalance failed", "err", err)
 	}
 	if err := g.releaseLocked(); err != nil {
 		return false, err
@@ -176,7 +176,7 @@ func (g *GroupConsumer) rebalanceOnce(reason string) (conflict bool, err error) 
 		g.releaseClaims(taken)
 		if errors.Is(err, zk.ErrNodeExists) {
 			owner, _ := g.zk.Get(zk.OwnerPath(g.cfg.GroupID, c.topic, c.part))
-			g.log.Info("consumer: partition still owned by another stream; releasing and retrying",
+			g.log.Info("partition still owned by another stream; releasing and retrying",
 				"topic", c.topic, "partition", c.part, "owner", string(owner), "reason", reason)
 			return true, fmt.Errorf("partition %s/%s is still owned by %q", c.topic, c.part, owner)
 		}
@@ -212,7 +212,7 @@ func (g *GroupConsumer) rebalanceOnce(reason string) (conflict bool, err error) 
 		go f.run()
 	}
 	g.rebCount++
-	g.log.Info("consumer: rebalanced", "reason", reason, "generation", g.gen, "owned", ownedNames(owned))
+	g.log.Info("rebalanced", "reason", reason, "generation", g.gen, "owned", ownedNames(owned))
 	return false, nil
 }
 
@@ -229,7 +229,7 @@ func ownedNames(ps []*ownedPartition) string {
 func (g *GroupConsumer) releaseClaims(cs []claim) {
 	for _, c := range cs {
 		if err := g.zk.Delete(zk.OwnerPath(g.cfg.GroupID, c.topic, c.part)); err != nil {
-			g.log.Warn("consumer: releasing a claim failed", "topic", c.topic, "partition", c.part, "err", err)
+			g.log.Warn("releasing a claim failed", "topic", c.topic, "partition", c.part, "err", err)
 		}
 	}
 }
@@ -265,7 +265,7 @@ func (g *GroupConsumer) stopFetchers() {
 		select {
 		case <-f.done:
 		case <-t.C:
-			g.log.Warn("consumer: a fetcher is still in a request; going on without it", "broker", f.broker.id)
+			g.log.Warn("a fetcher is still in a request; going on without it", "broker", f.broker.id)
 			g.fetchers = nil
 			return
 		}
@@ -286,17 +286,17 @@ func (g *GroupConsumer) syncedRebalance(reason string) error {
 		case errors.Is(err, ErrGroupClosed):
 			return err
 		case err == nil:
-			g.log.Debug("consumer: rebalance took", "elapsed", time.Since(start), "attempt", attempt)
+			g.log.Debug("rebalance took", "elapsed", time.Since(start), "attempt", attempt)
 			return nil
 		case conflict:
 			last = err
 			attempt++
 		case isConnectionError(err):
-			g.log.Warn("consumer: ZooKeeper unreachable during rebalance; waiting", "err", err)
+			g.log.Warn("ZooKeeper unreachable during rebalance; waiting", "err", err)
 		default:
 			last = err
 			attempt++
-			g.log.Warn("consumer: rebalance attempt failed", "attempt", attempt-1, "err", err)
+			g.log.Warn("rebalance attempt failed", "attempt", attempt-1, "err", err)
 		}
 		// A request that arrived meanwhile is served by the next attempt, which reads everything again.
 		select {

@@ -59,7 +59,7 @@ func (g *GroupConsumer) watchChildren(p string) {
 			return
 		case ev, ok := <-ch:
 			if ok {
-				g.log.Debug("consumer: registry changed", "path", p, "event", ev.Type.String())
+				g.log.Debug("registry changed", "path", p, "event", ev.Type.String())
 			}
 			g.requestRebalance()
 		}
@@ -77,7 +77,7 @@ func (g *GroupConsumer) watchSessions() {
 		case <-g.closing:
 			return
 		case <-ch:
-			g.log.Warn("consumer: new ZooKeeper session; registering again and rebalancing")
+			g.log.Warn("new ZooKeeper session; registering again and rebalancing")
 			g.mu.Lock()
 			// The owner nodes went with the old session and others may own and commit those partitions by
 			// now: forget them without committing (as 0.7 did), so that neither their owner nodes nor their
@@ -93,7 +93,7 @@ func (g *GroupConsumer) watchSessions() {
 			err := g.register()
 			g.mu.Unlock()
 			if err != nil {
-				g.log.Warn("consumer: registering again failed; the rebalance will retry", "err", err)
+				g.log.Warn("registering again failed; the rebalance will retry", "err", err)
 			}
 			g.requestRebalance()
 		}

@@ -55,7 +55,7 @@ func (g *GroupConsumer) commitLocked() error {
 		n++
 	}
 	if n > 0 {
-		g.log.Debug("consumer: committed offsets", "partitions", n)
+		g.log.Debug("committed offsets", "partitions", n)
 	}
 	return errors.Join(errs...)
 }

@@ -3,9 +3,11 @@ package log
 import (
 	"errors"
 	"fmt"
-	"github.com/kafkarepro/kafkarepro/kafka/topic"
+	"log/slog"
 	"strconv"
 	"strings"
+
+	"github.com/kafkarepro/kafkarepro/kafka/topic"
 )
 
 // Config holds the storage settings of server.properties (docs/PROTOCOL.md §3). The
@@ -35,6 +37,11 @@ type Config struct {
 	// TopicPartitions is topic.partition.count.map: per-topic overrides of
 	// NumPartitions.
 	TopicPartitions map[string]int
+
+	// Logger receives what the logs and the Manager report (recovery,
+	// rolls, deletions, storage errors), with the attribute component=log.
+	// It is not a setting: the broker passes its own. nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns the defaults of Kafka 0.7 (docs/PROTOCOL.md §3).
@@ -48,6 +55,15 @@ func DefaultConfig() Config {
 		CleanupIntervalMins: 10,
 		NumPartitions:       1,
 	}
+}
+
+// logger is Logger (slog.Default() if nil) with component=log.
+func (c Config) logger() *slog.Logger {
+	l := c.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return l.With("component", "log")
 }
 
 func (c Config) validate() error {

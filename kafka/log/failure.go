@@ -2,7 +2,6 @@ package log
 
 import (
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"time"
 )
@@ -64,7 +63,7 @@ func (l *Log) failLocked(cause error, need int64, fatal bool) error {
 		if fatal {
 			heal = "until the broker restarts and recovers it"
 		}
-		slog.Error("log: partition refuses appends after a storage error", "partition", l.partition(),
+		l.log.Error("partition refuses appends after a storage error", "partition", l.partition(),
 			"dir", l.dir, "err", cause, "until", heal)
 	} else {
 		l.failed.need = max(l.failed.need, need)
@@ -98,10 +97,10 @@ func (l *Log) healLocked(force bool) error {
 	}
 	f.nextProbe = now.Add(l.retryEvery)
 	if err := l.probeLocked(max(f.need, minProbeBytes)); err != nil {
-		slog.Debug("log: storage probe failed", "partition", l.partition(), "err", err)
+		l.log.Debug("storage probe failed", "partition", l.partition(), "err", err)
 		return l.refusalLocked()
 	}
-	slog.Info("log: partition accepts appends again", "partition", l.partition(),
+	l.log.Info("partition accepts appends again", "partition", l.partition(),
 		"failedFor", now.Sub(f.since).Round(time.Millisecond), "refused", f.refused, "cause", f.cause)
 	l.failed = nil
 	return nil

@@ -25,7 +25,8 @@ const writeBufferSize = 64 << 10
 type Log struct {
 	dir string
 	cfg Config
-	st  storage // how the append path writes, truncates and syncs files
+	log *slog.Logger // cfg.logger()
+	st  storage      // how the append path writes, truncates and syncs files
 
 	retryEvery time.Duration // storageRetryInterval, shorter in tests
 
@@ -66,13 +67,15 @@ func open(dir string, cfg Config, recover bool, expect *segmentRecord, st storag
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	segs, err := loadSegments(dir, recover, expect)
+	lg := cfg.logger()
+	segs, err := loadSegments(dir, recover, expect, lg)
 	if err != nil {
 		return nil, err
 	}
 	l := &Log{
 		dir:        dir,
 		cfg:        cfg,
+		log:        lg,
 		st:         st,
 		retryEvery: storageRetryInterval,
 		buf:        make([]byte, 0, writeBufferSize),
@@ -215,7 +218,7 @@ func (l *Log) rollLocked() (*segment, error) {
 	next[len(segs)] = s
 	l.segs.Store(&next)
 	l.written = 0
-	slog.Debug("log: rolled segment", "dir", l.dir, "start", s.start, "previous", old.path, "previousSize", old.size.Load())
+	l.log.Debug("rolled segment", "dir", l.dir, "start", s.start, "previous", old.path, "previousSize", old.size.Load())
 	return s, nil
 }
 
@@ -237,7 +240,7 @@ func (l *Log) flushLoop() {
 			// (failLocked); the timer keeps waking this loop while it
 			// stays failed, so it is not logged again here.
 			if err := l.flush(false); err != nil && !errors.Is(err, ErrStorage) {
-				slog.Error("log: background flush failed", "dir", l.dir, "err", err)
+				l.log.Error("background flush failed", "dir", l.dir, "err", err)
 			}
 		case <-l.done:
 			return

@@ -26,7 +26,8 @@ type partitionKey struct {
 type Manager struct {
 	dir string
 	cfg Config
-	st  storage // osStorage{} except in tests
+	log *slog.Logger // cfg.logger()
+	st  storage      // osStorage{} except in tests
 
 	mu     sync.RWMutex
 	logs   map[partitionKey]*Log
@@ -54,31 +55,32 @@ func openManager(dir string, cfg Config, st storage) (*Manager, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log: create log directory %s: %w", dir, err)
 	}
+	lg := cfg.logger()
 	marker := filepath.Join(dir, CleanShutdownFile)
 	records, clean, err := readMarker(marker)
 	if err != nil {
-		slog.Warn("log: unreadable clean-shutdown marker, recovering the last segment of every partition", "err", err)
+		lg.Warn("unreadable clean-shutdown marker, recovering the last segment of every partition", "dir", dir, "err", err)
 		records = nil
 	}
 	switch {
 	case !clean:
-		slog.Info("log: no clean-shutdown marker, recovering the last segment of every partition", "dir", dir)
+		lg.Info("no clean-shutdown marker, recovering the last segment of every partition", "dir", dir)
 	case records == nil:
-		slog.Info("log: clean-shutdown marker without segment sizes, recovering the last segment of every partition", "dir", dir)
+		lg.Info("clean-shutdown marker without segment sizes, recovering the last segment of every partition", "dir", dir)
 	}
 
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("log: list log directory %s: %w", dir, err)
 	}
-	m := &Manager{dir: dir, cfg: cfg, st: st, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
+	m := &Manager{dir: dir, cfg: cfg, log: lg, st: st, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
 	for _, e := range entries {
 		if e.Name() == CleanShutdownFile || e.Name() == ReplicationCheckpointFile {
 			continue
 		}
 		topic, partition, ok := parsePartitionDir(e.Name())
 		if !ok || !e.IsDir() {
-			slog.Warn("log: ignoring stray entry in log directory", "dir", dir, "name", e.Name())
+			lg.Warn("ignoring stray entry in log directory", "dir", dir, "name", e.Name())
 			continue
 		}
 		// A partition the marker does not list (or every one, without a
@@ -105,7 +107,7 @@ func openManager(dir string, cfg Config, st storage) (*Manager, error) {
 			return nil, err
 		}
 	}
-	slog.Info("log: loaded logs", "dir", dir, "partitions", len(m.logs), "cleanShutdown", clean, "recordedPartitions", len(records))
+	lg.Info("loaded logs", "dir", dir, "partitions", len(m.logs), "cleanShutdown", clean, "recordedPartitions", len(records))
 
 	if cfg.FlushIntervalMs > 0 {
 		m.wg.Add(1)
@@ -166,7 +168,7 @@ func (m *Manager) GetOrCreate(topic string, partition int) (*Log, error) {
 		return nil, err
 	}
 	m.logs[key] = l
-	slog.Info("log: created partition", "topic", topic, "partition", partition, "dir", l.Dir())
+	m.log.Info("created partition", "topic", topic, "partition", partition, "dir", l.Dir())
 	return l, nil
 }
 
@@ -252,7 +254,7 @@ func (m *Manager) DeleteOldSegments(now time.Time) int {
 	for _, l := range m.snapshot() {
 		n, err := l.DeleteOldSegments(now)
 		if err != nil && !errors.Is(err, ErrClosed) {
-			slog.Error("log: retention failed", "dir", l.Dir(), "err", err)
+			m.log.Error("retention failed", "dir", l.Dir(), "err", err)
 		}
 		total += n
 	}
@@ -299,10 +301,10 @@ func (m *Manager) Close() error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		slog.Error("log: shutdown with errors; the partitions concerned are recovered at the next start",
+		m.log.Error("shutdown with errors; the partitions concerned are recovered at the next start",
 			"dir", m.dir, "partitions", len(m.logs), "closedCleanly", len(records), "err", err)
 		return fmt.Errorf("log: close %s: %w", m.dir, err)
 	}
-	slog.Info("log: clean shutdown", "dir", m.dir, "partitions", len(m.logs))
+	m.log.Info("clean shutdown", "dir", m.dir, "partitions", len(m.logs))
 	return nil
 }

@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,5 +186,43 @@ func TestManagerClosed(t *testing.T) {
 	}
 	if _, err := m.GetOrCreate("t", 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("GetOrCreate after Close: %v, want ErrClosed", err)
+	}
+}
+
+// The Manager and its partitions log through Config.Logger with the
+// component as an attribute, not through the global logger: what the broker
+// passes down is where a recovery or a new partition is reported.
+func TestManagerLogsThroughConfigLogger(t *testing.T) {
+	dir := t.TempDir()
+	var buf strings.Builder
+	cfg := testConfig()
+	cfg.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	m := newManager(t, dir, cfg)
+	if _, err := m.GetOrCreate("clicks", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// An unclean start: the recovery is logged by the partition's Log.
+	if err := os.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
+		t.Fatal(err)
+	}
+	newManager(t, dir, cfg)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	for _, want := range []string{`msg="created partition"`, `msg="clean shutdown"`,
+		`msg="no clean-shutdown marker, recovering`, `msg="recovered segment intact"`} {
+		found := false
+		for _, l := range lines {
+			found = found || strings.Contains(l, want)
+		}
+		if !found {
+			t.Errorf("no line with %s in:\n%s", want, buf.String())
+		}
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, " component=log") || strings.Contains(l, `msg="log: `) {
+			t.Errorf("line without component=log, or with the old prefix: %s", l)
+		}
 	}
 }

@@ -28,7 +28,7 @@ type segmentRecord struct {
 // not (a write that failed and could not be undone leaves a file longer
 // than the log), it is scanned, but no further than the recorded size when
 // the start agrees: bytes past the end of a clean shutdown are not the log's.
-func loadSegments(dir string, recover bool, expect *segmentRecord) ([]*segment, error) {
+func loadSegments(dir string, recover bool, expect *segmentRecord, lg *slog.Logger) ([]*segment, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log: create partition directory %s: %w", dir, err)
 	}
@@ -48,7 +48,7 @@ func loadSegments(dir string, recover bool, expect *segmentRecord) ([]*segment, 
 			continue // replication's (replica.go)
 		}
 		if !ok || !e.Type().IsRegular() {
-			slog.Warn("log: ignoring stray entry in partition directory", "dir", dir, "name", e.Name())
+			lg.Warn("ignoring stray entry in partition directory", "dir", dir, "name", e.Name())
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
@@ -77,7 +77,7 @@ func loadSegments(dir string, recover bool, expect *segmentRecord) ([]*segment, 
 	last := segs[len(segs)-1]
 	limit := last.size.Load()
 	if !recover && expect != nil && (expect.start != last.start || expect.size != limit) {
-		slog.Warn("log: last segment disagrees with the clean-shutdown record, scanning it",
+		lg.Warn("last segment disagrees with the clean-shutdown record, scanning it",
 			"segment", last.path, "recordedStart", expect.start, "recordedBytes", expect.size, "fileBytes", limit)
 		recover = true
 		if expect.start == last.start {
@@ -85,7 +85,7 @@ func loadSegments(dir string, recover bool, expect *segmentRecord) ([]*segment, 
 		}
 	}
 	if recover {
-		if err := recoverSegment(last, limit); err != nil {
+		if err := recoverSegment(last, limit, lg); err != nil {
 			closeAll()
 			return nil, err
 		}
@@ -107,7 +107,7 @@ func loadSegments(dir string, recover bool, expect *segmentRecord) ([]*segment, 
 // to remove those messages with inconsistent CRCs"). The scan stops at a
 // length too short for a message, a message running past limit, an unknown
 // magic or a CRC mismatch.
-func recoverSegment(s *segment, limit int64) error {
+func recoverSegment(s *segment, limit int64, lg *slog.Logger) error {
 	size := s.size.Load()
 	good, reason, err := scanValid(s.file, limit)
 	if err != nil {
@@ -117,10 +117,10 @@ func recoverSegment(s *segment, limit int64) error {
 		reason = "past the end recorded at the clean shutdown"
 	}
 	if good == size {
-		slog.Info("log: recovered segment intact", "segment", s.path, "bytes", size)
+		lg.Info("recovered segment intact", "segment", s.path, "bytes", size)
 		return nil
 	}
-	slog.Warn("log: recovery truncating segment",
+	lg.Warn("recovery truncating segment",
 		"partition", filepath.Base(filepath.Dir(s.path)), "segment", s.path, "offset", s.start+good, "position", good, "bytesRemoved", size-good, "reason", reason)
 	if err := s.file.Truncate(good); err != nil {
 		return fmt.Errorf("log: truncate %s to %d bytes: %w", s.path, good, err)

@@ -2,7 +2,6 @@ package log
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"sort"
 )
@@ -128,6 +127,6 @@ func (l *Log) TruncateTo(offset int64) error {
 			return err
 		}
 	}
-	slog.Info("log: truncated", "dir", l.dir, "offset", offset, "bytesRemoved", leo-offset, "segmentsDeleted", len(segs)-len(keep))
+	l.log.Info("truncated", "dir", l.dir, "offset", offset, "bytesRemoved", leo-offset, "segmentsDeleted", len(segs)-len(keep))
 	return nil
 }

@@ -3,7 +3,6 @@ package log
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 )
@@ -154,7 +153,7 @@ func (l *Log) DeleteOldSegments(now time.Time) (deleted int, err error) {
 			// not judged old again at the next check.
 			n--
 			if err := os.Chtimes(last.path, now, now); err != nil {
-				slog.Warn("log: could not touch empty segment", "segment", last.path, "err", err)
+				l.log.Warn("could not touch empty segment", "segment", last.path, "err", err)
 			}
 		} else {
 			// Every byte is flushed (n <= flushed), so the new empty
@@ -176,7 +175,7 @@ func (l *Log) DeleteOldSegments(now time.Time) (deleted int, err error) {
 		if err := os.Remove(s.path); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("log: delete segment %s: %w", s.path, err)
 		}
-		slog.Info("log: deleted segment", "segment", s.path, "start", s.start, "bytes", s.size.Load(),
+		l.log.Info("deleted segment", "segment", s.path, "start", s.start, "bytes", s.size.Load(),
 			"byTime", deleted < byTime, "bySize", deleted < bySize)
 		s.release()
 		deleted++

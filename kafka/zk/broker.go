@@ -62,7 +62,7 @@ func NewBrokerRegistryOptions(connect string, brokerID int, host string, port in
 	}
 	sessions, cancel := c.NewSessions()
 	go r.reregister(sessions, cancel)
-	r.log.Info("zk: broker registered", "path", BrokerIDPath(brokerID), "host", host, "port", port)
+	r.log.Info("broker registered", "path", BrokerIDPath(brokerID), "host", host, "port", port)
 	return r, nil
 }
 
@@ -162,10 +162,10 @@ func (r *BrokerRegistry) reregister(sessions <-chan struct{}, cancel func()) {
 		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 			err := r.registerAll()
 			if err == nil {
-				r.log.Info("zk: broker registered again in a new session")
+				r.log.Info("broker registered again in a new session")
 				break
 			}
-			r.log.Warn("zk: re-registration failed", "err", err, "retry", backoff)
+			r.log.Warn("re-registration failed", "err", err, "retry", backoff)
 			select {
 			case <-r.stop:
 				return

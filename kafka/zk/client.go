@@ -29,7 +29,7 @@ const DefaultConnectTimeout = 6 * time.Second
 type Options struct {
 	SessionTimeout time.Duration // zk.sessiontimeout.ms (0.7 default 6000)
 	ConnectTimeout time.Duration // zk.connectiontimeout.ms: how long Open waits for the first session
-	Logger         *slog.Logger  // nil: slog.Default()
+	Logger         *slog.Logger  // gets component=zk; nil: slog.Default()
 }
 
 // Client is one ZooKeeper session shared by a broker, producer or consumer. Every path it takes is relative to
@@ -90,7 +90,7 @@ func Open(connect string, o Options) (*Client, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	lg := o.Logger.With("zk", connect)
+	lg := o.Logger.With("component", "zk", "zk.connect", connect)
 	conn, events, err := gozk.Connect(servers, o.SessionTimeout, gozk.WithLogger(slogAdapter{lg}))
 	if err != nil {
 		return nil, fmt.Errorf("zk: connect %q: %w", connect, err)
@@ -117,7 +117,7 @@ func (c *Client) watchSession(events <-chan gozk.Event) {
 		}
 		switch ev.State {
 		case gozk.StateExpired:
-			c.log.Warn("zk: session expired; a new one will be opened")
+			c.log.Warn("session expired; a new one will be opened")
 		case gozk.StateHasSession:
 			id := c.conn.SessionID()
 			c.mu.Lock()
@@ -126,7 +126,7 @@ func (c *Client) watchSession(events <-chan gozk.Event) {
 			if prev == 0 {
 				close(c.started)
 			} else if id != prev {
-				c.log.Info("zk: new session", "session", fmt.Sprintf("%#x", id), "previous", fmt.Sprintf("%#x", prev))
+				c.log.Info("new session", "session", fmt.Sprintf("%#x", id), "previous", fmt.Sprintf("%#x", prev))
 				for ch := range c.subs {
 					select {
 					case ch <- struct{}{}:

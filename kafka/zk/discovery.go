@@ -200,7 +200,7 @@ func (d *Discovery) watch(w <-chan gozk.Event, read func() (<-chan gozk.Event, e
 				backoff = 100 * time.Millisecond
 				break
 			}
-			d.log.Warn("zk: discovery re-read failed", "err", err, "retry", backoff)
+			d.log.Warn("discovery re-read failed", "err", err, "retry", backoff)
 			select {
 			case <-d.stop:
 				return
@@ -220,7 +220,7 @@ func (d *Discovery) readBrokers() (<-chan gozk.Event, error) {
 	for _, s := range ids {
 		id, err := strconv.Atoi(s)
 		if err != nil {
-			d.log.Warn("zk: ignoring a broker node that is not a number", "node", s)
+			d.log.Warn("ignoring a broker node that is not a number", "node", s)
 			continue
 		}
 		data, err := d.c.Get(BrokerIDPath(id))
@@ -232,7 +232,7 @@ func (d *Discovery) readBrokers() (<-chan gozk.Event, error) {
 		}
 		b, err := ParseBroker(id, string(data))
 		if err != nil {
-			d.log.Warn("zk: ignoring a broker", "err", err)
+			d.log.Warn("ignoring a broker", "err", err)
 			continue
 		}
 		brokers[id] = b
@@ -272,7 +272,7 @@ func (d *Discovery) readTopic(topic string) (<-chan gozk.Event, error) {
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(string(data)))
 		if err != nil || n <= 0 {
-			d.log.Warn("zk: ignoring a topic registration", "topic", topic, "broker", id, "data", string(data))
+			d.log.Warn("ignoring a topic registration", "topic", topic, "broker", id, "data", string(data))
 			continue
 		}
 		regs[id] = n

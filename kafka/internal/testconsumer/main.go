@@ -25,7 +25,6 @@ func main() {
 	topics := flag.String("topics", "", "topic:streams,topic:streams")
 	props := flag.String("props", "", "extra properties key=value,key=value")
 	flag.Parse()
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 
 	p := map[string]string{"groupid": *group, "zk.connect": *zkConnect}
 	for _, kv := range strings.Split(*props, ",") {
@@ -37,6 +36,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	sub := map[string]int{}
 	for _, tn := range strings.Split(*topics, ",") {
 		t, n, _ := strings.Cut(tn, ":")
