@@ -53,6 +53,8 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/replication"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // Registrar registers topics in ZooKeeper (§3.2: brokers publish which
@@ -81,6 +83,7 @@ type Broker struct {
 	log      *slog.Logger
 	logs     *log.Manager
 	reg      Registrar
+	repl     *replication.Manager // nil without ZooKeeper: no replicated topics
 	ln       *net.TCPListener
 	maxFetch int // fetch sizes are capped here (max.socket.request.bytes)
 
@@ -136,11 +139,29 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: listen on %s: %w", addr, err)
 	}
 	b.ln = ln.(*net.TCPListener)
+	// docs/PROTOCOL.md §10: a broker registered in ZooKeeper also holds
+	// replicas of replicated topics and is a candidate for controller, on
+	// the registry's session.
+	if zc, ok := b.reg.(interface{ Client() *zk.Client }); ok && cfg.EnableZooKeeper {
+		rc := cfg.ReplicationConfig()
+		rc.Logger = b.log
+		if b.repl, err = replication.New(rc, zc.Client(), logs); err != nil {
+			ln.Close()
+			logs.Close()
+			return nil, fmt.Errorf("broker: replication: %w", err)
+		}
+	}
 	for _, t := range logs.Topics() {
+		if b.repl != nil && b.repl.Replicated(t) {
+			continue // registered as a replicated topic, not per broker
+		}
 		b.topics[t] = true
 		if b.reg != nil {
 			if err := b.reg.RegisterTopic(t, logs.Partitions(t)); err != nil {
 				ln.Close()
+				if b.repl != nil {
+					b.repl.Close()
+				}
 				logs.Close()
 				return nil, fmt.Errorf("broker: register topic %q: %w", t, err)
 			}
@@ -159,6 +180,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 // Addr is the address the broker listens on; with port 0 it tells which port
 // was picked.
 func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
+
+// Replication is the broker's replica manager, nil without ZooKeeper.
+func (b *Broker) Replication() *replication.Manager { return b.repl }
 
 // Logs is the broker's log manager (for tools, tests and benchmarks).
 func (b *Broker) Logs() *log.Manager { return b.logs }
@@ -233,6 +257,13 @@ func (b *Broker) Close() error {
 		var errs []error
 		if err := b.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, err)
+		}
+		if b.repl != nil {
+			// Before waiting for the connections: it wakes the producers
+			// waiting for their followers, and stops this broker's fetchers.
+			if err := b.repl.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		b.connWG.Wait()
 		if b.reg != nil {

@@ -9,8 +9,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/replication"
 )
 
 // ErrConfig is wrapped by every configuration error, together with the key,
@@ -40,6 +42,21 @@ type Config struct {
 	ZKConnect           string         // zk.connect: host:port[,host:port...][/chroot]
 	ZKConnectionTimeout int            // zk.connectiontimeout.ms
 	ZKSessionTimeout    int            // zk.sessiontimeout.ms
+
+	// Replication (docs/PROTOCOL.md §10), with Kafka 0.8's names and defaults.
+	DefaultReplicationFactor    int  // default.replication.factor: must be 1 (topics created by a produce are unreplicated)
+	NumReplicaFetchers          int  // num.replica.fetchers
+	ReplicaFetchMaxBytes        int  // replica.fetch.max.bytes
+	ReplicaFetchWaitMaxMs       int  // replica.fetch.wait.max.ms
+	ReplicaFetchMinBytes        int  // replica.fetch.min.bytes
+	ReplicaLagTimeMaxMs         int  // replica.lag.time.max.ms
+	ReplicaLagMaxMessages       int  // replica.lag.max.messages
+	ReplicaHWCheckpointMs       int  // replica.high.watermark.checkpoint.interval.ms
+	ControllerSocketTimeoutMs   int  // controller.socket.timeout.ms
+	AutoLeaderRebalance         bool // auto.leader.rebalance.enable
+	LeaderImbalanceCheckSeconds int  // leader.imbalance.check.interval.seconds
+	UncleanLeaderElection       bool // unclean.leader.election.enable
+	MinInsyncReplicas           int  // min.insync.replicas
 }
 
 // DefaultConfig returns Kafka 0.7's defaults.
@@ -60,6 +77,38 @@ func DefaultConfig() Config {
 		NumThreads:          runtime.NumCPU(),
 		ZKConnectionTimeout: 6000,
 		ZKSessionTimeout:    6000,
+
+		DefaultReplicationFactor:    1,
+		NumReplicaFetchers:          1,
+		ReplicaFetchMaxBytes:        1048576,
+		ReplicaFetchWaitMaxMs:       500,
+		ReplicaFetchMinBytes:        1,
+		ReplicaLagTimeMaxMs:         10000,
+		ReplicaLagMaxMessages:       4000,
+		ReplicaHWCheckpointMs:       5000,
+		ControllerSocketTimeoutMs:   30000,
+		LeaderImbalanceCheckSeconds: 300,
+		MinInsyncReplicas:           1,
+	}
+}
+
+// ReplicationConfig is the part of the configuration the replica manager uses.
+func (c Config) ReplicationConfig() replication.Config {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	return replication.Config{
+		BrokerID:                int32(c.BrokerID),
+		NumReplicaFetchers:      c.NumReplicaFetchers,
+		FetchMaxBytes:           c.ReplicaFetchMaxBytes,
+		FetchWaitMax:            ms(c.ReplicaFetchWaitMaxMs),
+		FetchMinBytes:           c.ReplicaFetchMinBytes,
+		LagTimeMax:              ms(c.ReplicaLagTimeMaxMs),
+		LagMaxMessages:          c.ReplicaLagMaxMessages,
+		HWCheckpointInterval:    ms(c.ReplicaHWCheckpointMs),
+		ControllerSocketTimeout: ms(c.ControllerSocketTimeoutMs),
+		AutoLeaderRebalance:     c.AutoLeaderRebalance,
+		LeaderImbalanceInterval: time.Duration(c.LeaderImbalanceCheckSeconds) * time.Second,
+		UncleanLeaderElection:   c.UncleanLeaderElection,
+		MinInsyncReplicas:       c.MinInsyncReplicas,
 	}
 }
 
@@ -146,6 +195,21 @@ func (c Config) Validate() error {
 		return bad("num.threads", c.NumThreads, "must be >= 1")
 	case c.EnableZooKeeper && c.ZKConnect == "":
 		return bad("zk.connect", `""`, "enable.zookeeper=true needs a ZooKeeper address")
+	case c.DefaultReplicationFactor != 1:
+		return bad("default.replication.factor", c.DefaultReplicationFactor,
+			"must be 1: a topic created by its first produce is unreplicated (paper §3); create a replicated one with `kafka topics --create --replication-factor N`")
+	case c.NumReplicaFetchers < 1:
+		return bad("num.replica.fetchers", c.NumReplicaFetchers, "must be >= 1")
+	case c.ReplicaFetchMaxBytes < 1:
+		return bad("replica.fetch.max.bytes", c.ReplicaFetchMaxBytes, "must be >= 1")
+	case c.ReplicaFetchWaitMaxMs < 0 || c.ReplicaFetchMinBytes < 0:
+		return bad("replica.fetch.wait.max.ms/replica.fetch.min.bytes", c.ReplicaFetchWaitMaxMs, "must be >= 0")
+	case c.ReplicaLagTimeMaxMs < 1:
+		return bad("replica.lag.time.max.ms", c.ReplicaLagTimeMaxMs, "must be >= 1")
+	case c.ReplicaHWCheckpointMs < 1:
+		return bad("replica.high.watermark.checkpoint.interval.ms", c.ReplicaHWCheckpointMs, "must be >= 1")
+	case c.MinInsyncReplicas < 1:
+		return bad("min.insync.replicas", c.MinInsyncReplicas, "must be >= 1")
 	}
 	return nil
 }
@@ -173,9 +237,22 @@ var setters = map[string]func(*Config, string) error{
 		c.EnableZooKeeper = b
 		return err
 	},
-	"zk.connect":              func(c *Config, v string) error { c.ZKConnect = v; return nil },
-	"zk.connectiontimeout.ms": intSetter(func(c *Config) *int { return &c.ZKConnectionTimeout }),
-	"zk.sessiontimeout.ms":    intSetter(func(c *Config) *int { return &c.ZKSessionTimeout }),
+	"zk.connect":                                    func(c *Config, v string) error { c.ZKConnect = v; return nil },
+	"default.replication.factor":                    intSetter(func(c *Config) *int { return &c.DefaultReplicationFactor }),
+	"num.replica.fetchers":                          intSetter(func(c *Config) *int { return &c.NumReplicaFetchers }),
+	"replica.fetch.max.bytes":                       intSetter(func(c *Config) *int { return &c.ReplicaFetchMaxBytes }),
+	"replica.fetch.wait.max.ms":                     intSetter(func(c *Config) *int { return &c.ReplicaFetchWaitMaxMs }),
+	"replica.fetch.min.bytes":                       intSetter(func(c *Config) *int { return &c.ReplicaFetchMinBytes }),
+	"replica.lag.time.max.ms":                       intSetter(func(c *Config) *int { return &c.ReplicaLagTimeMaxMs }),
+	"replica.lag.max.messages":                      intSetter(func(c *Config) *int { return &c.ReplicaLagMaxMessages }),
+	"replica.high.watermark.checkpoint.interval.ms": intSetter(func(c *Config) *int { return &c.ReplicaHWCheckpointMs }),
+	"controller.socket.timeout.ms":                  intSetter(func(c *Config) *int { return &c.ControllerSocketTimeoutMs }),
+	"auto.leader.rebalance.enable":                  boolSetter(func(c *Config) *bool { return &c.AutoLeaderRebalance }),
+	"leader.imbalance.check.interval.seconds":       intSetter(func(c *Config) *int { return &c.LeaderImbalanceCheckSeconds }),
+	"unclean.leader.election.enable":                boolSetter(func(c *Config) *bool { return &c.UncleanLeaderElection }),
+	"min.insync.replicas":                           intSetter(func(c *Config) *int { return &c.MinInsyncReplicas }),
+	"zk.connectiontimeout.ms":                       intSetter(func(c *Config) *int { return &c.ZKConnectionTimeout }),
+	"zk.sessiontimeout.ms":                          intSetter(func(c *Config) *int { return &c.ZKSessionTimeout }),
 }
 
 func intSetter(field func(*Config) *int) func(*Config, string) error {
@@ -185,6 +262,17 @@ func intSetter(field func(*Config) *int) func(*Config, string) error {
 			return fmt.Errorf("not an integer")
 		}
 		*field(c) = n
+		return nil
+	}
+}
+
+func boolSetter(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("not true or false")
+		}
+		*field(c) = b
 		return nil
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/replication"
 )
 
 // This file is the connection loop and the dispatch; each request is served
@@ -32,7 +33,10 @@ type conn struct {
 	send   sender // writes headers and sendfiles chunks
 	logs   map[partKey]*log.Log
 
-	chunks []log.Chunk // MULTIFETCH scratch
+	parts  map[partKey]*replication.Partition // replicated partitions looked up (replicas.go)
+	waitCh chan struct{}                      // REPLICA_FETCH's wake-up, reused
+	epochs []protocol.EpochEntry              // REPLICA_FETCH scratch
+	chunks []log.Chunk                        // MULTIFETCH scratch
 	codes  []protocol.ErrorCode
 }
 
@@ -98,6 +102,16 @@ func (cn *conn) handle(id int16, body []byte) error {
 		return cn.handleMultiProduce(body)
 	case protocol.RequestOffsets:
 		return cn.handleOffsets(body)
+	case protocol.RequestAckedProduce:
+		return cn.handleAckedProduce(body)
+	case protocol.RequestMetadata:
+		return cn.handleMetadata(body)
+	case protocol.RequestReplicaFetch:
+		return cn.handleReplicaFetch(body)
+	case protocol.RequestLeaderAndISR:
+		return cn.handleLeaderAndISR(body)
+	case protocol.RequestEpochEndOffset:
+		return cn.handleEpochEndOffset(body)
 	default:
 		return protocol.ErrUnknownRequest // ReadRequest already refuses these
 	}

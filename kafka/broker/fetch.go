@@ -31,11 +31,15 @@ func (cn *conn) read(f *protocol.FetchRequest, budget int) (log.Chunk, protocol.
 	if f.MaxSize < 0 {
 		return log.Chunk{}, protocol.ErrInvalidFetchSize
 	}
+	size := min(int(f.MaxSize), cn.b.maxFetch, budget)
+	if _, hit := cn.logs[partKey{f.Topic, f.Partition}]; !hit && cn.replicatedTopic(f.Topic) {
+		return cn.readReplica(f, size)
+	}
 	l, code := cn.lookup(f.Topic, f.Partition)
 	if l == nil {
 		return log.Chunk{}, code
 	}
-	c, err := l.Read(f.Offset, min(int(f.MaxSize), cn.b.maxFetch, budget))
+	c, err := l.Read(f.Offset, size)
 	switch {
 	case err == nil:
 		return c, protocol.ErrNone

@@ -24,6 +24,15 @@ func (cn *conn) handleProduce(body []byte) error {
 // only logged: a bad set is refused whole (the log validates every CRC
 // before appending, §3.3), and a bad topic or partition drops the request.
 func (cn *conn) produce(p *protocol.ProduceRequest) {
+	if _, hit := cn.logs[partKey{p.Topic, p.Partition}]; !hit && cn.replicatedTopic(p.Topic) {
+		// docs/PROTOCOL.md §10: a 0.7 PRODUCE to a replicated topic is an
+		// acks=0 produce, appended where this broker leads the partition.
+		if _, code, err := cn.produceReplica(p, protocol.AcksNone); code != protocol.ErrNone {
+			cn.b.log.Warn("broker: produce to a replicated partition dropped", "remote", cn.remote,
+				"topic", p.Topic, "partition", p.Partition, "bytes", len(p.Messages), "code", code, "err", err)
+		}
+		return
+	}
 	part := p.Partition
 	if part == protocol.RandomPartition {
 		part = int32(rand.IntN(cn.b.logs.Partitions(p.Topic)))

@@ -75,7 +75,7 @@ func openManager(dir string, cfg Config, st storage) (*Manager, error) {
 	}
 	m := &Manager{dir: dir, cfg: cfg, log: lg, st: st, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
 	for _, e := range entries {
-		if e.Name() == CleanShutdownFile || e.Name() == ReplicationCheckpointFile {
+		if e.Name() == CleanShutdownFile || e.Name() == ReplicationCheckpointFile || e.Name() == ReplicationCheckpointFile+".tmp" {
 			continue
 		}
 		topic, partition, ok := parsePartitionDir(e.Name())
@@ -154,6 +154,12 @@ func (m *Manager) GetOrCreate(topic string, partition int) (*Log, error) {
 	if n := m.Partitions(topic); partition < 0 || partition >= n {
 		return nil, fmt.Errorf("%w: partition %d of topic %q, which has partitions 0..%d", ErrInvalidPartition, partition, topic, n-1)
 	}
+	return m.create(topic, partition)
+}
+
+// create opens or creates the log of a partition whose name and number have
+// been checked.
+func (m *Manager) create(topic string, partition int) (*Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

@@ -20,6 +20,22 @@ const (
 	ReplicationCheckpointFile = "replication-offset-checkpoint"
 )
 
+// GetOrCreateReplica is GetOrCreate for a partition of a replicated topic,
+// whose number of partitions its replica assignment decides, not
+// num.partitions: any partition >= 0 of a valid topic name.
+func (m *Manager) GetOrCreateReplica(topic string, partition int) (*Log, error) {
+	if l, ok := m.Get(topic, partition); ok {
+		return l, nil
+	}
+	if err := ValidateTopic(topic); err != nil {
+		return nil, err
+	}
+	if partition < 0 {
+		return nil, fmt.Errorf("%w: partition %d of topic %q", ErrInvalidPartition, partition, topic)
+	}
+	return m.create(topic, partition)
+}
+
 // ReadUpTo is Read for a replicated partition: offsets up to the log end
 // offset are in range, and the bytes stop at limit (at most the log end
 // offset), flushed or not. A follower's fetch reads up to the log end; a
@@ -129,4 +145,28 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.log.Info("truncated", "dir", l.dir, "offset", offset, "bytesRemoved", leo-offset, "segmentsDeleted", len(segs)-len(keep))
 	return nil
+}
+
+// PartitionRef names one partition a Manager holds.
+type PartitionRef struct {
+	Topic     string
+	Partition int
+	Log       *Log
+}
+
+// All lists every partition the Manager holds, sorted by topic and partition.
+func (m *Manager) All() []PartitionRef {
+	m.mu.RLock()
+	out := make([]PartitionRef, 0, len(m.logs))
+	for k, l := range m.logs {
+		out = append(out, PartitionRef{Topic: k.topic, Partition: k.partition, Log: l})
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
 }

@@ -1,0 +1,128 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/kafkarepro/kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/replication"
+)
+
+// handleReplicaFetch serves a REPLICA_FETCH (protocol/replicafetch.go): a follower fetching from this leader
+// like a consumer (docs/PROTOCOL.md §10). The request is held until replica.fetch.min.bytes are there to send
+// or its wait has passed; each part then records the follower's progress (its fetch offset is its log end)
+// and answers the leader's bytes from there (sendfile, §3.1), the high watermark and the epochs of those
+// bytes. A broker id outside the partition's replicas gets ErrReplicaNotAvailable, and is logged.
+func (cn *conn) handleReplicaFetch(body []byte) error {
+	req, err := cn.dec.ReplicaFetch(body)
+	if err != nil {
+		return err
+	}
+	fetches := req.Fetches
+	parts := make([]*replication.Partition, len(fetches))
+	if cn.b.repl != nil {
+		for i := range fetches {
+			parts[i] = cn.replica(fetches[i].Topic, fetches[i].Partition)
+		}
+		cn.waitForBytes(&req, parts)
+	}
+	type answer struct {
+		hw           int64
+		code         protocol.ErrorCode
+		epochs, upto int // cn.epochs[epochs:upto]
+	}
+	answers := make([]answer, len(fetches))
+	cn.chunks, cn.epochs = cn.chunks[:0], cn.epochs[:0]
+	defer func() {
+		for _, c := range cn.chunks {
+			c.Release()
+		}
+		clear(cn.chunks)
+	}()
+	budget := protocol.MaxResponseSize - 64*len(fetches)
+	total := 2
+	for i := range fetches {
+		f := &fetches[i]
+		a := answer{hw: -1, code: protocol.ErrNotLeaderForPartition, epochs: len(cn.epochs), upto: len(cn.epochs)}
+		var c log.Chunk
+		switch {
+		case cn.b.repl == nil:
+			a.code = protocol.ErrUnknownTopicOrPartition
+		case f.MaxSize < 0:
+			a.code = protocol.ErrInvalidFetchSize
+		case parts[i] != nil:
+			var err error
+			c, a.hw, cn.epochs, a.code, err = parts[i].FollowerFetch(req.ReplicaID, f.Offset, min(int(f.MaxSize), cn.b.maxFetch, max(budget, 0)), cn.epochs)
+			a.upto = len(cn.epochs)
+			if err != nil {
+				cn.b.log.Warn("broker: replica fetch refused", "remote", cn.remote, "replica", req.ReplicaID,
+					"topic", f.Topic, "partition", f.Partition, "offset", f.Offset, "code", a.code, "err", err)
+			}
+		}
+		cn.chunks = append(cn.chunks, c)
+		answers[i] = a
+		budget -= int(c.Len)
+		total += protocol.ReplicaFetchPartSize(f.Topic, a.upto-a.epochs) + int(c.Len)
+	}
+	out := protocol.AppendResponseHeader(cn.out[:0], total, protocol.ErrNone)
+	out = append(out, byte(len(fetches)>>8), byte(len(fetches)))
+	for i, c := range cn.chunks {
+		a := answers[i]
+		out = protocol.AppendReplicaFetchPart(out, fetches[i].Topic, fetches[i].Partition, a.code, a.hw, cn.epochs[a.epochs:a.upto], int(c.Len))
+		if c.Len == 0 {
+			continue
+		}
+		if err := cn.send.write(out, true); err != nil {
+			return err
+		}
+		if err := cn.send.sendFile(c.File, c.Pos, c.Len); err != nil {
+			return err
+		}
+		out = out[:0]
+	}
+	cn.out = out
+	return cn.send.write(out, false)
+}
+
+// waitForBytes holds a replica fetch until its partitions this broker leads have min bytes to send beyond
+// the follower's offsets, or its wait is over (replica.fetch.min.bytes, replica.fetch.wait.max.ms).
+func (cn *conn) waitForBytes(req *protocol.ReplicaFetchRequest, parts []*replication.Partition) {
+	if req.MaxWaitMs <= 0 {
+		return
+	}
+	ready := func() bool {
+		var n int64
+		for i, p := range parts {
+			if p == nil || !p.IsLeader() {
+				return true // answer the error now
+			}
+			n += p.Available(req.Fetches[i].Offset)
+		}
+		return n >= int64(max(req.MinBytes, 1))
+	}
+	if ready() {
+		return
+	}
+	if cn.waitCh == nil {
+		cn.waitCh = make(chan struct{}, 1)
+	}
+	for _, p := range parts {
+		p.AddWaiter(cn.waitCh)
+	}
+	defer func() {
+		for _, p := range parts {
+			p.RemoveWaiter(cn.waitCh)
+		}
+	}()
+	timer := time.NewTimer(time.Duration(req.MaxWaitMs) * time.Millisecond)
+	defer timer.Stop()
+	for !ready() {
+		select {
+		case <-cn.waitCh:
+		case <-timer.C:
+			return
+		case <-cn.b.stopping:
+			return
+		}
+	}
+}

@@ -1,0 +1,498 @@
+package replication
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+)
+
+// reconcileEvery is how often the controller looks at every partition even without a ZooKeeper event: it
+// picks up the leaders' own ISR changes (which it does not watch) and retries what failed.
+const reconcileEvery = 3 * time.Second
+
+// electionLoop is every broker's candidacy: whoever creates the ephemeral /controller is the controller
+// until its session ends; the others wait for the node to go and try again (docs/PROTOCOL.md §10).
+func (m *Manager) electionLoop() {
+	defer m.wg.Done()
+	sessions, cancel := m.zk.NewSessions()
+	defer cancel()
+	for {
+		select {
+		case <-m.stop:
+			return
+		default:
+		}
+		err := m.zk.CreateEphemeral(zk.ControllerPath, marshalController(m.cfg.BrokerID, time.Now()))
+		if err == nil {
+			c := &controller{m: m, lg: m.lg.With("role", "controller"), sent: map[int32]map[TopicPartition]sentState{},
+				creators: map[int32]string{}, senders: map[int32]*sender{}}
+			c.run(sessions)
+			continue
+		}
+		if !errors.Is(err, zk.ErrNodeExists) {
+			m.lg.Warn("replication: controller election failed; retrying", "err", err)
+			if !m.sleep(time.Second) {
+				return
+			}
+			continue
+		}
+		exists, w, err := m.zk.ExistsW(zk.ControllerPath)
+		if err != nil {
+			if !m.sleep(time.Second) {
+				return
+			}
+			continue
+		}
+		if !exists {
+			continue
+		}
+		select {
+		case <-m.stop:
+			return
+		case <-w:
+		case <-sessions:
+		}
+	}
+}
+
+func (m *Manager) sleep(d time.Duration) bool {
+	select {
+	case <-m.stop:
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// controller is the active controller's state, alive while this broker holds /controller.
+type controller struct {
+	m     *Manager
+	lg    *slog.Logger
+	epoch int32
+
+	sent     map[int32]map[TopicPartition]sentState // per live broker: what it was last sent
+	creators map[int32]string                       // per live broker: its registration's creator (a restart changes it)
+	senders  map[int32]*sender
+}
+
+type sentState struct{ leader, epoch, version int32 }
+
+// run is the controller's life: a new epoch, then a reconciliation at every change of the broker registry,
+// of the topic registry or of a preferred-replica-election request, and every reconcileEvery, until the
+// session ends, /controller goes or the broker stops.
+func (c *controller) run(sessions <-chan struct{}) {
+	m := c.m
+	defer func() {
+		for _, s := range c.senders {
+			s.close()
+		}
+	}()
+	if err := c.bumpEpoch(); err != nil {
+		c.lg.Warn("replication: cannot increment the controller epoch; resigning", "err", err)
+		m.zk.Delete(zk.ControllerPath)
+		return
+	}
+	c.lg.Info("replication: this broker is the controller", "epoch", c.epoch)
+	m.mu.Lock()
+	if c.epoch > m.ctrlEpoch {
+		m.ctrlEpoch = c.epoch
+	}
+	m.mu.Unlock()
+	var wIDs, wTopics, wAdmin, wCtrl <-chan gozk.Event
+	tick := time.NewTicker(reconcileEvery)
+	defer tick.Stop()
+	var retry <-chan time.Time
+	for {
+		var err error
+		if wCtrl == nil {
+			var ok bool
+			if ok, wCtrl, err = m.zk.ExistsW(zk.ControllerPath); err == nil && !ok {
+				return
+			}
+		}
+		if wIDs == nil && err == nil {
+			_, wIDs, err = m.zk.ChildrenW(zk.BrokerIDsPath)
+		}
+		if wTopics == nil && err == nil {
+			if err = m.zk.EnsurePath(zk.BrokerTopicsPath); err == nil {
+				_, wTopics, err = m.zk.ChildrenW(zk.BrokerTopicsPath)
+			}
+		}
+		if wAdmin == nil && err == nil {
+			_, wAdmin, err = m.zk.ExistsW(zk.PreferredReplicaElectionPath)
+		}
+		if err == nil {
+			err = c.reconcile()
+		}
+		retry = nil
+		if err != nil {
+			c.lg.Warn("replication: controller pass incomplete; retrying", "err", err)
+			retry = time.After(200 * time.Millisecond)
+		}
+		select {
+		case <-m.stop:
+			return
+		case <-sessions:
+			c.lg.Warn("replication: new ZooKeeper session; no longer the controller")
+			return
+		case ev := <-wCtrl:
+			wCtrl = nil
+			if ev.Type == gozk.EventNodeDeleted {
+				c.lg.Warn("replication: /controller is gone; no longer the controller")
+				return
+			}
+		case <-wIDs:
+			wIDs = nil
+		case <-wTopics:
+			wTopics = nil
+		case <-wAdmin:
+			wAdmin = nil
+		case <-tick.C:
+		case <-retry:
+		}
+	}
+}
+
+// bumpEpoch adds one to /controller_epoch with a conditional update (creating it at 1).
+func (c *controller) bumpEpoch() error {
+	for range 10 {
+		e, v, err := ReadControllerEpoch(c.m.zk)
+		if err != nil {
+			return err
+		}
+		next := []byte(strconv.Itoa(int(e) + 1))
+		if v < 0 {
+			err = c.m.zk.CreatePersistent(zk.ControllerEpochPath, next)
+		} else {
+			_, err = c.m.zk.SetVersion(zk.ControllerEpochPath, next, v)
+		}
+		if err == nil {
+			c.epoch = e + 1
+			return nil
+		}
+		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return fmt.Errorf("replication: %s keeps changing", zk.ControllerEpochPath)
+}
+
+// reconcile is one pass of the partition state machine (the package doc's controller section) over every
+// replicated partition, followed by LEADER_AND_ISR to every live replica whose view is out of date.
+func (c *controller) reconcile() error {
+	m := c.m
+	live, err := LiveBrokers(m.zk)
+	if err != nil {
+		return err
+	}
+	topics, names, err := ReplicatedTopics(m.zk)
+	if err != nil {
+		return err
+	}
+	elect := map[TopicPartition]bool{}
+	adminData, aerr := m.zk.Get(zk.PreferredReplicaElectionPath)
+	if aerr == nil {
+		ps, perr := ParseElection(adminData)
+		if perr != nil {
+			c.lg.Warn("replication: ignoring a bad preferred-replica-election request", "err", perr)
+		}
+		for _, tp := range ps {
+			elect[tp] = true
+		}
+	} else if !errors.Is(aerr, zk.ErrNoNode) {
+		return aerr
+	}
+	var failed error
+	current := map[TopicPartition]protocol.PartitionState{}
+	for _, t := range names {
+		for p, replicas := range topics[t] {
+			tp := TopicPartition{Topic: t, Partition: int32(p)}
+			s, err := c.decide(tp, replicas, live, elect[tp] || m.cfg.AutoLeaderRebalance)
+			if err != nil {
+				failed = err
+				continue
+			}
+			current[tp] = protocol.PartitionState{Topic: t, Partition: int32(p), Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
+				Version: s.ZKVersion, ISR: s.ISR, Replicas: replicas}
+		}
+	}
+	if aerr == nil && failed == nil {
+		if err := m.zk.Delete(zk.PreferredReplicaElectionPath); err != nil {
+			failed = err
+		} else {
+			c.lg.Info("replication: preferred replica election done", "partitions", len(elect))
+		}
+	}
+	c.send(live, current)
+	return failed
+}
+
+// decide reads one partition's state, changes it where the rules say so (a conditional set), and returns
+// what it is now.
+func (c *controller) decide(tp TopicPartition, replicas []int32, live map[int32]zk.Broker, preferred bool) (State, error) {
+	m := c.m
+	s, err := ReadState(m.zk, tp.Topic, int(tp.Partition))
+	if errors.Is(err, zk.ErrNoNode) {
+		// A new partition: the first live replica leads, the live replicas are in sync (there is nothing to
+		// be out of sync with yet); with none alive every replica counts as in sync.
+		ns := State{ControllerEpoch: c.epoch, Leader: -1, ZKVersion: -1}
+		for _, r := range replicas {
+			if _, ok := live[r]; ok {
+				ns.ISR = append(ns.ISR, r)
+			}
+		}
+		if len(ns.ISR) > 0 {
+			ns.Leader = ns.ISR[0]
+		} else {
+			ns.ISR = slices.Clone(replicas)
+		}
+		if err := m.zk.EnsurePath(zk.TopicPartitionsPath(tp.Topic) + "/" + strconv.Itoa(int(tp.Partition))); err != nil {
+			return State{}, err
+		}
+		written, err := WriteState(m.zk, tp.Topic, int(tp.Partition), ns)
+		if err != nil {
+			return State{}, err
+		}
+		c.lg.Info("replication: new partition", "partition", tp.String(), "leader", ns.Leader, "isr", ns.ISR)
+		return written, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	ns := s
+	ns.ISR = nil
+	for _, r := range s.ISR {
+		if _, ok := live[r]; ok {
+			ns.ISR = append(ns.ISR, r)
+		}
+	}
+	_, leaderLive := live[s.Leader]
+	why := ""
+	switch {
+	case !leaderLive || s.Leader < 0:
+		cand := int32(-1)
+		for _, r := range replicas {
+			if slices.Contains(ns.ISR, r) {
+				cand = r
+				break
+			}
+		}
+		switch {
+		case cand >= 0:
+			ns.Leader, ns.LeaderEpoch, why = cand, s.LeaderEpoch+1, "leader election"
+		case m.cfg.UncleanLeaderElection:
+			for _, r := range replicas {
+				if _, ok := live[r]; ok {
+					cand = r
+					break
+				}
+			}
+			if cand >= 0 {
+				ns.Leader, ns.LeaderEpoch, ns.ISR, why = cand, s.LeaderEpoch+1, []int32{cand}, "UNCLEAN leader election (committed messages may be lost)"
+			}
+		}
+		if cand < 0 {
+			// Offline: keep the ISR as it was, so that a clean election can happen when one of them returns.
+			ns.Leader, ns.ISR = -1, s.ISR
+			if s.Leader >= 0 {
+				why = "offline: no live replica in the ISR (unclean.leader.election.enable=false)"
+			}
+		}
+	case preferred && replicas[0] != s.Leader && slices.Contains(ns.ISR, replicas[0]):
+		ns.Leader, ns.LeaderEpoch, why = replicas[0], s.LeaderEpoch+1, "preferred replica election"
+	case len(ns.ISR) < len(s.ISR):
+		why = "dead brokers leave the ISR"
+	}
+	if why == "" {
+		return s, nil
+	}
+	ns.ControllerEpoch = c.epoch
+	written, err := WriteState(m.zk, tp.Topic, int(tp.Partition), ns)
+	if err != nil {
+		return State{}, fmt.Errorf("replication: write state of %s: %w", tp, err)
+	}
+	c.lg.Info("replication: partition state changed", "partition", tp.String(), "why", why, "leader", ns.Leader,
+		"leaderEpoch", ns.LeaderEpoch, "isr", ns.ISR, "was", fmt.Sprintf("leader %d epoch %d isr %v", s.Leader, s.LeaderEpoch, s.ISR))
+	return written, nil
+}
+
+// send queues, for every live broker, the partitions it replicates whose state it has not been sent yet.
+func (c *controller) send(live map[int32]zk.Broker, current map[TopicPartition]protocol.PartitionState) {
+	for id := range c.sent {
+		if b, ok := live[id]; !ok || b.Creator != c.creators[id] {
+			// Gone, or restarted (a new registration): when it is back it is told everything again.
+			if s := c.senders[id]; s != nil {
+				s.close()
+				delete(c.senders, id)
+			}
+			delete(c.sent, id)
+		}
+	}
+	for id, b := range live {
+		c.creators[id] = b.Creator
+	}
+	var addrs []protocol.BrokerAddr
+	for _, id := range sortedIDs(live) {
+		b := live[id]
+		addrs = append(addrs, protocol.BrokerAddr{ID: id, Host: b.Host, Port: int32(b.Port)})
+	}
+	for _, id := range sortedIDs(live) {
+		var batch []protocol.PartitionState
+		sent := c.sent[id]
+		if sent == nil {
+			sent = map[TopicPartition]sentState{}
+			c.sent[id] = sent
+		}
+		for tp, st := range current {
+			if !slices.Contains(st.Replicas, id) {
+				continue
+			}
+			ss := sentState{st.Leader, st.LeaderEpoch, st.Version}
+			if sent[tp] == ss {
+				continue
+			}
+			sent[tp] = ss
+			batch = append(batch, st)
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		s := c.senders[id]
+		b := live[id]
+		if s == nil || s.addr != b.Addr() {
+			if s != nil {
+				s.close()
+			}
+			s = newSender(c, id, b.Addr())
+			c.senders[id] = s
+		}
+		s.queue(protocol.LeaderAndISRRequest{ControllerID: c.m.cfg.BrokerID, ControllerEpoch: c.epoch, Brokers: addrs, Partitions: batch})
+	}
+}
+
+// sender delivers LEADER_AND_ISR requests to one broker in order, retrying while the broker is alive.
+type sender struct {
+	c    *controller
+	id   int32
+	addr string
+
+	mu      sync.Mutex
+	pending []protocol.LeaderAndISRRequest
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newSender(c *controller, id int32, addr string) *sender {
+	s := &sender{c: c, id: id, addr: addr, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+func (s *sender) queue(r protocol.LeaderAndISRRequest) {
+	s.mu.Lock()
+	s.pending = append(s.pending, r)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *sender) close() {
+	close(s.stop)
+	<-s.done
+}
+
+func (s *sender) run() {
+	defer close(s.done)
+	var conn net.Conn
+	var r *bufio.Reader
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	var buf, rbuf []byte
+	timeout := s.c.m.cfg.ControllerSocketTimeout
+	for {
+		s.mu.Lock()
+		var req *protocol.LeaderAndISRRequest
+		if len(s.pending) > 0 {
+			req = &s.pending[0]
+		}
+		s.mu.Unlock()
+		if req == nil {
+			select {
+			case <-s.stop:
+				return
+			case <-s.wake:
+			}
+			continue
+		}
+		err := func() error {
+			if conn == nil {
+				c, err := net.DialTimeout("tcp", s.addr, timeout)
+				if err != nil {
+					return err
+				}
+				conn, r = c, bufio.NewReader(c)
+			}
+			conn.SetDeadline(time.Now().Add(timeout))
+			buf = req.AppendTo(buf[:0])
+			if _, err := conn.Write(buf); err != nil {
+				return err
+			}
+			code, payload, nb, err := protocol.ReadResponse(r, rbuf)
+			rbuf = nb
+			if err != nil {
+				return err
+			}
+			if code != protocol.ErrNone {
+				return code
+			}
+			parts, err := protocol.DecodePartitionErrors(payload)
+			for _, p := range parts {
+				if p.Error != protocol.ErrNone {
+					s.c.lg.Warn("replication: broker refused a partition state", "broker", s.id, "partition",
+						TopicPartition{p.Topic, p.Partition}.String(), "err", p.Error)
+				}
+			}
+			return err
+		}()
+		if err == nil {
+			s.mu.Lock()
+			s.pending = s.pending[1:]
+			s.mu.Unlock()
+			continue
+		}
+		if errors.Is(err, protocol.ErrStaleControllerEpoch) {
+			s.c.lg.Warn("replication: a broker has seen a newer controller; dropping the request", "broker", s.id)
+			s.mu.Lock()
+			s.pending = s.pending[1:]
+			s.mu.Unlock()
+			continue
+		}
+		if conn != nil {
+			conn.Close()
+			conn = nil
+		}
+		s.c.lg.Debug("replication: LEADER_AND_ISR not delivered; retrying", "broker", s.id, "addr", s.addr, "err", err)
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,453 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kafkarepro/kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+)
+
+// Partition is one replica of a replicated partition on this broker: its log, its leader-epoch history, and
+// what the controller last said of it. As leader it keeps each follower's progress, the ISR and the high
+// watermark; as follower it is fed by a fetcher (fetcher.go).
+type Partition struct {
+	m     *Manager
+	tp    TopicPartition
+	log   *log.Log
+	epoch *epochCache // guarded by mu
+
+	mu              sync.Mutex
+	leader          int32 // -1: none known
+	leaderEpoch     int32
+	zkVersion       int32 // of the state node, for the leader's conditional ISR updates
+	controllerEpoch int32
+	replicas        []int32
+	isr             []int32
+	followers       map[int32]*follower // as leader: every other replica
+	hwCh            chan struct{}       // closed and replaced when the HW moves or leadership ends
+	waiters         []chan struct{}     // replica fetches waiting for bytes (one slot each)
+	isrMu           sync.Mutex          // one ISR change in ZooKeeper at a time
+
+	isLeader atomic.Bool
+	hw       atomic.Int64
+}
+
+// follower is the leader's record of one follower (0.8's per-replica LEO and last-caught-up time).
+type follower struct {
+	leo          int64     // its last fetch offset; -1 before its first fetch
+	lastFetchLEO int64     // the leader's LEO when it answered that follower's previous fetch
+	lastFetch    time.Time // when
+	caughtUp     time.Time // the last time it had everything the leader had at its previous fetch
+}
+
+func newPartition(m *Manager, tp TopicPartition, l *log.Log, ec *epochCache, hw int64) *Partition {
+	p := &Partition{m: m, tp: tp, log: l, epoch: ec, leader: -1, hwCh: make(chan struct{})}
+	p.hw.Store(min(hw, l.LogEndOffset()))
+	return p
+}
+
+// TopicPartition names the partition.
+func (p *Partition) TopicPartition() TopicPartition { return p.tp }
+
+// Log is the partition's log.
+func (p *Partition) Log() *log.Log { return p.log }
+
+// IsLeader reports whether this broker leads the partition now.
+func (p *Partition) IsLeader() bool { return p.isLeader.Load() }
+
+// HighWatermark is the partition's high watermark as this replica knows it.
+func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
+
+// Snapshot describes the partition as this broker sees it, for tools and tests.
+type Snapshot struct {
+	Leader, LeaderEpoch int32
+	ISR, Replicas       []int32
+	HighWatermark, LEO  int64
+	Epochs              []protocol.EpochEntry
+}
+
+// Snapshot returns the partition's state now.
+func (p *Partition) Snapshot() Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Snapshot{Leader: p.leader, LeaderEpoch: p.leaderEpoch, ISR: slices.Clone(p.isr), Replicas: slices.Clone(p.replicas),
+		HighWatermark: p.hw.Load(), LEO: p.log.LogEndOffset(), Epochs: slices.Clone(p.epoch.entries)}
+}
+
+// visibleEnd is where a consumer's read stops: committed and flushed (the package doc's sentence).
+func (p *Partition) visibleEnd() int64 { return min(p.hw.Load(), p.log.HighWaterMark()) }
+
+// becomeLeader applies a LEADER_AND_ISR that makes this broker the leader. A new epoch is recorded at the
+// log end offset: the first message this leader writes belongs to it.
+func (p *Partition) becomeLeader(s protocol.PartitionState, controllerEpoch int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	was := p.isLeader.Load() && p.leaderEpoch == s.LeaderEpoch
+	p.applyLocked(s, controllerEpoch)
+	if err := p.epoch.assign(s.LeaderEpoch, p.log.LogEndOffset()); err != nil {
+		return err
+	}
+	if !was {
+		now := time.Now()
+		p.followers = map[int32]*follower{}
+		for _, r := range s.Replicas {
+			if r != p.m.cfg.BrokerID {
+				p.followers[r] = &follower{leo: -1, lastFetchLEO: -1, caughtUp: now, lastFetch: now}
+			}
+		}
+	}
+	p.isLeader.Store(true)
+	p.maybeRaiseHWLocked()
+	return nil
+}
+
+// becomeFollower applies a LEADER_AND_ISR naming another leader (or none). Waiting producers are woken: they
+// answer NotLeaderForPartition.
+func (p *Partition) becomeFollower(s protocol.PartitionState, controllerEpoch int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.applyLocked(s, controllerEpoch)
+	if p.isLeader.Swap(false) {
+		p.followers = nil
+		p.broadcastLocked()
+	}
+}
+
+func (p *Partition) applyLocked(s protocol.PartitionState, controllerEpoch int32) {
+	p.leader, p.leaderEpoch, p.zkVersion, p.controllerEpoch = s.Leader, s.LeaderEpoch, s.Version, controllerEpoch
+	p.replicas, p.isr = slices.Clone(s.Replicas), slices.Clone(s.ISR)
+}
+
+// broadcastLocked wakes everyone waiting on the HW.
+func (p *Partition) broadcastLocked() {
+	close(p.hwCh)
+	p.hwCh = make(chan struct{})
+}
+
+// maybeRaiseHWLocked moves the HW to the smallest LEO over the ISR, never back. A follower that has not
+// fetched since this broker became leader holds it where it is.
+func (p *Partition) maybeRaiseHWLocked() {
+	hw := p.log.LogEndOffset()
+	for _, r := range p.isr {
+		if f := p.followers[r]; f != nil {
+			hw = min(hw, f.leo)
+		}
+	}
+	if hw > p.hw.Load() {
+		p.hw.Store(hw)
+		p.broadcastLocked()
+	}
+}
+
+// Append is a produce on the leader. acks is request.required.acks; with -1 and an ISR smaller than
+// min.insync.replicas nothing is appended (NotEnoughReplicas). For acks 1 and -1 the bytes are written to
+// the file before the answer, so the leader's process dying afterwards does not lose them. It returns the
+// set's offset and the offset after it, which WaitCommitted waits for.
+func (p *Partition) Append(set []byte, acks int16) (offset, end int64, code protocol.ErrorCode, err error) {
+	if !p.isLeader.Load() {
+		return -1, -1, protocol.ErrNotLeaderForPartition, nil
+	}
+	if acks == protocol.AcksAll {
+		p.mu.Lock()
+		n := len(p.isr)
+		p.mu.Unlock()
+		if n < p.m.cfg.MinInsyncReplicas {
+			return -1, -1, protocol.ErrNotEnoughReplicas, nil
+		}
+	}
+	offset, err = p.log.Append(set)
+	if err != nil {
+		if errors.Is(err, log.ErrInvalidMessage) {
+			return -1, -1, protocol.ErrInvalidMessage, err
+		}
+		return -1, -1, protocol.ErrUnknown, err
+	}
+	end = offset + int64(len(set))
+	if acks != protocol.AcksNone {
+		if err := p.log.WriteOut(); err != nil {
+			return -1, -1, protocol.ErrUnknown, err
+		}
+	}
+	p.mu.Lock()
+	if p.isLeader.Load() {
+		p.maybeRaiseHWLocked() // an ISR of one: committed at once
+		for _, w := range p.waiters {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+	}
+	p.mu.Unlock()
+	return offset, end, protocol.ErrNone, nil
+}
+
+// WaitCommitted waits until the HW passes end (acks=-1), for at most timeout.
+func (p *Partition) WaitCommitted(end int64, timeout time.Duration) protocol.ErrorCode {
+	var timer *time.Timer
+	for {
+		p.mu.Lock()
+		leader, hw, n, ch := p.isLeader.Load(), p.hw.Load(), len(p.isr), p.hwCh
+		p.mu.Unlock()
+		switch {
+		case !leader:
+			return protocol.ErrNotLeaderForPartition
+		case hw >= end && n < p.m.cfg.MinInsyncReplicas:
+			return protocol.ErrNotEnoughReplicasAfterAppend
+		case hw >= end:
+			return protocol.ErrNone
+		}
+		if timer == nil {
+			timer = time.NewTimer(timeout)
+			defer timer.Stop()
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return protocol.ErrRequestTimedOut
+		}
+	}
+}
+
+// ReadForConsumer is a FETCH on the leader: bytes up to min(HW, flushed end).
+func (p *Partition) ReadForConsumer(offset int64, maxSize int) (log.Chunk, protocol.ErrorCode, error) {
+	if !p.isLeader.Load() {
+		return log.Chunk{}, protocol.ErrNotLeaderForPartition, nil
+	}
+	c, err := p.log.ReadUpTo(offset, maxSize, p.visibleEnd())
+	return c, codeOf(err), err
+}
+
+// Offsets is an OFFSETS request on the leader; "latest" is where consumers' reads stop.
+func (p *Partition) Offsets(t int64, max int) ([]int64, protocol.ErrorCode) {
+	if !p.isLeader.Load() {
+		return nil, protocol.ErrNotLeaderForPartition
+	}
+	return p.log.OffsetsUpTo(t, max, p.visibleEnd()), protocol.ErrNone
+}
+
+func codeOf(err error) protocol.ErrorCode {
+	switch {
+	case err == nil:
+		return protocol.ErrNone
+	case errors.Is(err, log.ErrOffsetOutOfRange):
+		return protocol.ErrOffsetOutOfRange
+	case errors.Is(err, log.ErrInvalidFetchSize):
+		return protocol.ErrInvalidFetchSize
+	}
+	return protocol.ErrUnknown
+}
+
+// FollowerFetch is one partition of a REPLICA_FETCH from follower id at offset (its LEO): it records the
+// follower's progress, moves the HW, takes the follower back into the ISR once it has caught up, and
+// returns the bytes from offset (up to the leader's LEO), the HW and the epochs the follower needs.
+func (p *Partition) FollowerFetch(id int32, offset int64, maxSize int, epochs []protocol.EpochEntry) (c log.Chunk, hw int64, _ []protocol.EpochEntry, code protocol.ErrorCode, err error) {
+	if !p.isLeader.Load() {
+		return log.Chunk{}, -1, epochs, protocol.ErrNotLeaderForPartition, nil
+	}
+	now := time.Now()
+	leo := p.log.LogEndOffset()
+	p.mu.Lock()
+	f := p.followers[id]
+	if f == nil {
+		p.mu.Unlock()
+		return log.Chunk{}, -1, epochs, protocol.ErrReplicaNotAvailable,
+			fmt.Errorf("replication: broker %d fetched %s but is not one of its replicas %v", id, p.tp, p.replicas)
+	}
+	if offset > leo {
+		p.mu.Unlock()
+		return log.Chunk{}, p.hw.Load(), epochs, protocol.ErrOffsetOutOfRange, nil
+	}
+	if offset >= leo {
+		f.caughtUp = now
+	} else if f.lastFetchLEO >= 0 && offset >= f.lastFetchLEO {
+		f.caughtUp = f.lastFetch
+	}
+	expand := !slices.Contains(p.isr, id) && (offset >= leo || f.lastFetchLEO >= 0 && offset >= f.lastFetchLEO) && offset >= p.hw.Load()
+	f.leo, f.lastFetchLEO, f.lastFetch = offset, leo, now
+	p.maybeRaiseHWLocked()
+	hw = p.hw.Load()
+	epochs = p.epoch.covering(epochs, offset, leo)
+	p.mu.Unlock()
+	if expand {
+		p.m.changeISR(p, func(cur []int32) []int32 {
+			if slices.Contains(cur, id) {
+				return nil
+			}
+			return append(slices.Clone(cur), id)
+		}, fmt.Sprintf("broker %d caught up", id))
+	}
+	c, err = p.log.ReadUpTo(offset, maxSize, leo)
+	return c, hw, epochs, codeOf(err), err
+}
+
+// orderedLocked sorts an ISR in assignment order.
+func (p *Partition) orderedLocked(isr []int32) []int32 {
+	out := make([]int32, 0, len(isr))
+	for _, r := range p.replicas {
+		if slices.Contains(isr, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Available is how many bytes a follower at offset could fetch now.
+func (p *Partition) Available(offset int64) int64 { return p.log.LogEndOffset() - offset }
+
+// AddWaiter and RemoveWaiter register a REPLICA_FETCH waiting for new bytes.
+func (p *Partition) AddWaiter(ch chan struct{}) {
+	p.mu.Lock()
+	p.waiters = append(p.waiters, ch)
+	p.mu.Unlock()
+}
+
+func (p *Partition) RemoveWaiter(ch chan struct{}) {
+	p.mu.Lock()
+	if i := slices.Index(p.waiters, ch); i >= 0 {
+		p.waiters = slices.Delete(p.waiters, i, i+1)
+	}
+	p.mu.Unlock()
+}
+
+// EpochEnd answers EPOCH_END_OFFSET for this partition (only its leader answers).
+func (p *Partition) EpochEnd(epoch int32) (int32, int64, protocol.ErrorCode) {
+	if !p.isLeader.Load() {
+		return -1, -1, protocol.ErrNotLeaderForPartition
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, end := p.epoch.endOffset(epoch, p.log.LogEndOffset())
+	return e, end, protocol.ErrNone
+}
+
+// laggards returns the ISR members that have not caught up for lag.time.max.ms or are more than
+// lag.max.messages behind (the ISR check of the package doc).
+func (p *Partition) laggards(now time.Time, lagTime time.Duration, lagMessages int) (out []int32) {
+	if !p.isLeader.Load() {
+		return nil
+	}
+	leo := p.log.LogEndOffset()
+	p.mu.Lock()
+	type check struct {
+		id  int32
+		leo int64
+	}
+	var counts []check
+	for _, r := range p.isr {
+		f := p.followers[r]
+		if f == nil {
+			continue
+		}
+		if now.Sub(f.caughtUp) > lagTime {
+			out = append(out, r)
+		} else if lagMessages > 0 && f.leo >= 0 && f.leo < leo {
+			counts = append(counts, check{r, f.leo})
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range counts {
+		if n := countMessages(p.log, c.leo, leo, lagMessages+1); n > lagMessages {
+			out = append(out, c.id)
+		}
+	}
+	return out
+}
+
+// countMessages counts the messages in [from, to), stopping at limit (offsets are bytes: a lag in messages
+// has to be counted).
+func countMessages(l *log.Log, from, to int64, limit int) int {
+	buf := make([]byte, 64<<10)
+	n := 0
+	for from < to && n < limit {
+		c, err := l.ReadUpTo(from, len(buf), to)
+		if err != nil || c.Len == 0 {
+			return n
+		}
+		k, _ := c.ReadAt(buf[:c.Len])
+		c.Release()
+		it := message.NewIterator(buf[:k], from)
+		for it.Next() && n < limit {
+			n++
+		}
+		if it.Consumed() == 0 {
+			return n // a message larger than the buffer: at least one
+		}
+		from += int64(it.Consumed())
+	}
+	return n
+}
+
+// applyISR installs an ISR this leader has written to ZooKeeper (with the node's new version).
+func (p *Partition) applyISR(epoch int32, isr []int32, version int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.isLeader.Load() || p.leaderEpoch != epoch {
+		return false
+	}
+	p.isr, p.zkVersion = isr, version
+	p.maybeRaiseHWLocked()
+	p.broadcastLocked() // a waiting acks=-1 produce re-checks min.insync.replicas
+	return true
+}
+
+// stateForISR is the state node's data for a new ISR, as this leader would write it.
+func (p *Partition) stateForISR(isr []int32) (State, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.isLeader.Load() {
+		return State{}, false
+	}
+	return State{ControllerEpoch: p.controllerEpoch, Leader: p.m.cfg.BrokerID, LeaderEpoch: p.leaderEpoch,
+		ISR: isr, ZKVersion: p.zkVersion}, true
+}
+
+// changeISR writes a new ISR, edit(current ISR), for a partition this broker leads (a conditional set on the
+// state node), and installs it if the write won; edit returning nil means no change. A lost race re-reads the
+// node: if the controller changed nothing but the ISR and version (it may have removed a dead broker), the
+// edit is applied once more to what it wrote.
+func (m *Manager) changeISR(p *Partition, edit func(cur []int32) []int32, why string) {
+	p.isrMu.Lock()
+	defer p.isrMu.Unlock()
+	for attempt := 0; attempt < 2; attempt++ {
+		p.mu.Lock()
+		isr := edit(p.isr)
+		if isr != nil {
+			isr = p.orderedLocked(isr)
+		}
+		p.mu.Unlock()
+		if isr == nil || len(isr) == 0 {
+			return
+		}
+		st, ok := p.stateForISR(isr)
+		if !ok {
+			return
+		}
+		written, err := WriteState(m.zk, p.tp.Topic, int(p.tp.Partition), st)
+		if err == nil {
+			if p.applyISR(st.LeaderEpoch, isr, written.ZKVersion) {
+				m.lg.Info("replication: ISR changed", "partition", p.tp.String(), "isr", isr, "why", why)
+			}
+			return
+		}
+		if !errors.Is(err, zk.ErrBadVersion) {
+			m.lg.Warn("replication: ISR change not written", "partition", p.tp.String(), "isr", isr, "err", err)
+			return
+		}
+		cur, err := ReadState(m.zk, p.tp.Topic, int(p.tp.Partition))
+		if err != nil || cur.Leader != m.cfg.BrokerID || cur.LeaderEpoch != st.LeaderEpoch {
+			return // the controller moved the partition: its LEADER_AND_ISR will say so
+		}
+		p.mu.Lock()
+		p.zkVersion = cur.ZKVersion
+		p.isr = p.orderedLocked(cur.ISR)
+		p.mu.Unlock()
+	}
+}
