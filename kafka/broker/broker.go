@@ -54,7 +54,6 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
-	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // Registrar registers topics in ZooKeeper (§3.2: brokers publish which
@@ -142,10 +141,10 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	// docs/PROTOCOL.md §10: a broker registered in ZooKeeper also holds
 	// replicas of replicated topics and is a candidate for controller, on
 	// the registry's session.
-	if zc, ok := b.reg.(interface{ Client() *zk.Client }); ok && cfg.EnableZooKeeper {
+	if b.reg != nil && cfg.EnableZooKeeper {
 		rc := cfg.ReplicationConfig()
 		rc.Logger = b.log
-		if b.repl, err = replication.New(rc, zc.Client(), logs); err != nil {
+		if b.repl, err = replication.NewOnRegistrar(b.reg, rc, logs); err != nil {
 			ln.Close()
 			logs.Close()
 			return nil, fmt.Errorf("broker: replication: %w", err)

@@ -128,6 +128,17 @@ func New(cfg Config, c *zk.Client, logs *log.Manager) (*Manager, error) {
 	return m, nil
 }
 
+// NewOnRegistrar is New on the ZooKeeper session of a broker's registrar, if it has one (zk.BrokerRegistry
+// does: its Client method); otherwise it returns nil, and the broker has no replicas. The broker calls this
+// so that it does not depend on package zk itself.
+func NewOnRegistrar(reg any, cfg Config, logs *log.Manager) (*Manager, error) {
+	zc, ok := reg.(interface{ Client() *zk.Client })
+	if !ok {
+		return nil, nil
+	}
+	return New(cfg, zc.Client(), logs)
+}
+
 // Config is the manager's configuration.
 func (m *Manager) Config() Config { return m.cfg }
 
