@@ -11,7 +11,6 @@ package compare
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 )
@@ -120,7 +119,3 @@ type IOCounters struct {
 type ProcessIO interface {
 	IOCounters() (IOCounters, error)
 }
-
-// ErrNoProcessIO means a server's process I/O counters cannot be read here
-// (e.g. it runs in a container).
-var ErrNoProcessIO = errors.New("compare: the server's process I/O counters are not available")

@@ -277,7 +277,3 @@ func measure(ctx context.Context, cfg Config, label string, counter *atomic.Int6
 		cfg.Progress.End(fmt.Sprintf("%d messages in %.2fs = %.0f msg/s", tr.Msgs, tr.Seconds, tr.MsgPerS))
 	}
 }
-
-// ErrShort is recorded when an adapter returns without error but with fewer
-// messages than asked.
-var ErrShort = errors.New("experiments: test ended early")

@@ -31,9 +31,6 @@ import (
 // DefaultPrefetch is the consumer's activemq.prefetchSize when ConsumeSpec.PrefetchMessages is 0.
 const DefaultPrefetch = 1000
 
-// ErrSpec reports an unusable ProduceSpec or ConsumeSpec.
-var ErrSpec = errors.New("activemq: bad spec")
-
 // System is a connection point to one ActiveMQ broker. Produce and Consume each open their own STOMP
 // connection.
 type System struct {

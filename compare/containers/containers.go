@@ -48,14 +48,6 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 )
 
-// Errors of the containers provider.
-var (
-	ErrNoDocker       = errors.New("containers: Docker is not available")
-	ErrNoImage        = errors.New("containers: image missing")
-	ErrUnknownService = errors.New("containers: unknown service")
-	ErrStart          = errors.New("containers: server did not start")
-)
-
 // Label keys set on every container this package starts.
 const (
 	LabelProvider = "kafka-repro.provider" // value "containers"

@@ -11,7 +11,6 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,14 +20,6 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/compare/localsvc"
-)
-
-// Errors of the local provider. ErrNoRepo is localsvc's, so either name
-// matches with errors.Is.
-var (
-	ErrUnknownService = errors.New("local: unknown service")
-	ErrStart          = errors.New("local: server did not start")
-	ErrNoRepo         = localsvc.ErrNoRepo
 )
 
 // Options configures a Provider.

@@ -14,7 +14,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -29,17 +28,6 @@ import (
 
 // ModulePath is this repository's module path, as go.mod declares it.
 const ModulePath = "github.com/kafkarepro/kafkarepro"
-
-// Errors of localsvc.
-var (
-	// ErrNoRepo means no go.mod of module ModulePath was found above the working directory.
-	ErrNoRepo = errors.New("localsvc: cannot find the root of module " + ModulePath)
-	// ErrNoScripts means the module root has no scripts/ directory.
-	ErrNoScripts = errors.New("localsvc: scripts/ not found")
-	// ErrStart means a script's start command failed; the error names the server's log when the
-	// script printed it.
-	ErrStart = errors.New("localsvc: start script failed")
-)
 
 // Server is one server started by scripts/<Service>.sh.
 type Server struct {

@@ -15,9 +15,6 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare"
 )
 
-// ErrProcIO means a /proc/<pid>/io file could not be read or parsed.
-var ErrProcIO = errors.New("localsvc: process I/O counters")
-
 // procRoot is where the process files live; tests point it elsewhere.
 var procRoot = "/proc"
 

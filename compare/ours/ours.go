@@ -30,12 +30,6 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
-// Errors of the adapter.
-var (
-	ErrNotFlushed = errors.New("ours: broker did not expose every message")
-	ErrBadSpec    = errors.New("ours: bad test spec")
-)
-
 // FetchSize is the consumer's fetch.size: 0.7's 300 KiB default.
 const FetchSize = 300 * 1024
 

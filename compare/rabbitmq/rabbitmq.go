@@ -30,9 +30,6 @@ import (
 // DefaultPrefetch is the consumer's basic.qos prefetch count when ConsumeSpec.PrefetchMessages is 0.
 const DefaultPrefetch = 1000
 
-// ErrSpec reports an unusable ProduceSpec or ConsumeSpec.
-var ErrSpec = errors.New("rabbitmq: bad spec")
-
 // System is a connection point to one RabbitMQ node. Produce and Consume each open their own connection.
 type System struct {
 	remote  compare.Remote // names the node and its log in errors

@@ -25,7 +25,6 @@
 package stomp
 
 import (
-	"errors"
 	"strconv"
 )
 
@@ -72,15 +71,6 @@ const (
 	// HdrActiveMQPrefetch is ActiveMQ's SUBSCRIBE extension: how many messages the broker may push
 	// before the client acknowledges (with ack:auto, before it has received them).
 	HdrActiveMQPrefetch = "activemq.prefetchSize"
-)
-
-// Sentinel errors, wrapped with context.
-var (
-	ErrMalformed     = errors.New("stomp: malformed frame")
-	ErrBadEscape     = errors.New("stomp: undefined escape sequence in header")
-	ErrFrameTooLarge = errors.New("stomp: frame too large")
-	ErrServer        = errors.New("stomp: ERROR frame from server")
-	ErrClosed        = errors.New("stomp: connection closed")
 )
 
 // Header is one header line.

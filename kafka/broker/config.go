@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,10 +13,6 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
 )
-
-// ErrConfig is wrapped by every configuration error, together with the key,
-// the value and the file it came from.
-var ErrConfig = errors.New("broker: bad configuration")
 
 // Config is server.properties (docs/PROTOCOL.md §3, §8) with Kafka 0.7's property names
 // and defaults; the property each field comes from is named next to it.

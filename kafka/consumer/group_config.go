@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -60,9 +59,6 @@ const (
 	OffsetResetSmallest = "smallest"
 	OffsetResetLargest  = "largest"
 )
-
-// ErrBadGroupConfig reports an invalid group consumer setting.
-var ErrBadGroupConfig = errors.New("consumer: bad group consumer config")
 
 // DefaultGroupConfig returns 0.7's defaults; GroupID and ZkConnect must still be set.
 func DefaultGroupConfig() GroupConfig {

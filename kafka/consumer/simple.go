@@ -16,33 +16,12 @@ package consumer
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
-)
-
-// Errors of the simple consumer, wrapped with the topic, partition, offset
-// and sizes involved.
-var (
-	// ErrMessageTooLarge: the message at the fetch offset does not fit in the
-	// fetch size, so no progress is possible until the fetch size grows.
-	// (0.7 returned an empty set here and its consumers stalled silently.)
-	ErrMessageTooLarge = errors.New("consumer: message larger than the fetch size")
-	// ErrNotMessageStart: the fetch offset falls inside a message, so the
-	// bytes there are not a message header. Offsets are byte positions
-	// (§3.1) and the broker sends the bytes from any offset, as 0.7 did; a
-	// consumer must start from an offset that OFFSETS or the end of a
-	// message gave it.
-	ErrNotMessageStart = errors.New("consumer: offset does not start a message")
-	// ErrChecksum: a message's CRC does not match its payload (§3.3). It is
-	// message.ErrChecksum, so either name matches with errors.Is.
-	ErrChecksum = message.ErrChecksum
-	// ErrBadResponse: the broker's answer could not be parsed.
-	ErrBadResponse = errors.New("consumer: malformed response")
 )
 
 // DefaultFetchSize is 0.7's fetch.size (300 KiB).

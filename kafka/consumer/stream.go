@@ -1,26 +1,12 @@
 package consumer
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
-)
-
-// Errors of the group consumer's streams.
-var (
-	// ErrConsumerTimeout: no message arrived within consumer.timeout.ms. It is not final: Next may be called
-	// again and goes on waiting.
-	ErrConsumerTimeout = errors.New("consumer: no message within consumer.timeout.ms")
-	// ErrRebalanceFailed: the group's partitions could not be divided within rebalance.retries.max attempts
-	// (paper §3.2: the consumer "releases all the partitions that it currently owns, waits a bit and retries").
-	// It is final: every stream of the consumer ends with it.
-	ErrRebalanceFailed = errors.New("consumer: rebalance failed")
-	// ErrGroupClosed: an operation on a group consumer after Close.
-	ErrGroupClosed = errors.New("consumer: group consumer closed")
 )
 
 // StreamMessage is one message handed out by a Stream.

@@ -3,7 +3,6 @@ package message
 import (
 	"bytes"
 	"compress/gzip"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -30,18 +29,6 @@ import (
 // 64 MiB is 64 times 0.7's largest message (max.message.size, 1,000,000
 // bytes) and far above a batch of 200 ordinary messages.
 const MaxDecompressedSize = 64 << 20
-
-// More sentinel errors of compression.
-var (
-	// ErrBadPayload: a wrapper's compressed payload does not decode.
-	ErrBadPayload = errors.New("message: compressed payload does not decode")
-	// ErrTooLarge: a wrapper would inflate beyond MaxDecompressedSize.
-	ErrTooLarge = errors.New("message: compressed payload inflates beyond the limit")
-	// ErrNestedWrapper: a compressed wrapper holds another compressed wrapper.
-	ErrNestedWrapper = errors.New("message: compressed wrapper inside a compressed wrapper")
-	// ErrNotWrapper: Decompress was given a magic-0 message.
-	ErrNotWrapper = errors.New("message: not a wrapper")
-)
 
 // Compress wraps set in one magic-1 message compressed with codec.
 func Compress(codec Codec, set []byte) ([]byte, error) {

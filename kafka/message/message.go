@@ -29,7 +29,6 @@ package message
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 )
@@ -74,22 +73,6 @@ func (c Codec) String() string {
 	}
 	return fmt.Sprintf("codec(%d)", uint8(c))
 }
-
-// Sentinel errors. Errors returned by this package wrap one of them with the
-// offset and sizes involved; test with errors.Is.
-var (
-	// ErrCorrupt: a message's structure is impossible (N too small for its magic).
-	ErrCorrupt = errors.New("message: corrupt message")
-	// ErrBadMagic: a magic byte other than 0 or 1.
-	ErrBadMagic = errors.New("message: unknown magic")
-	// ErrChecksum: the stored CRC does not match the payload.
-	ErrChecksum = errors.New("message: CRC mismatch")
-	// ErrTruncated: a set ends in the middle of a message where whole
-	// messages were required.
-	ErrTruncated = errors.New("message: truncated message")
-	// ErrUnsupportedCodec: codec bits 3, which no Kafka version defines.
-	ErrUnsupportedCodec = errors.New("message: unsupported compression codec")
-)
 
 var byteOrder = binary.BigEndian
 

@@ -1,7 +1,6 @@
 package producer
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -11,10 +10,6 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
-
-// ErrQueueFull is returned when the async queue is full and queue.enqueueTimeout.ms did not let the message
-// wait (0: drop at once; >0: waited that long).
-var ErrQueueFull = errors.New("producer: async queue full")
 
 // maxRequestSets bounds the produces of one MULTIPRODUCE (its count is an int16) and maxRequestBytes its size,
 // well under the broker's max.socket.request.bytes (100 MiB).

@@ -1,7 +1,6 @@
 package producer
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -183,9 +182,6 @@ type Broker struct {
 
 // Addr is host:port.
 func (b Broker) Addr() string { return fmt.Sprintf("%s:%d", b.Host, b.Port) }
-
-// ErrBadConfig is wrapped by every configuration error.
-var ErrBadConfig = errors.New("producer: bad configuration")
 
 // ParseBrokerList parses broker.list, "id:host:port,..." (0.7's static
 // list). Ids must be distinct.

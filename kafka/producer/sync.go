@@ -16,24 +16,14 @@
 package producer
 
 import (
-	"errors"
 	"fmt"
-	"github.com/kafkarepro/kafkarepro/kafka/topic"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
-)
-
-// Errors returned by the producer, wrapped with the failing input.
-var (
-	ErrNoBrokers        = errors.New("producer: no broker available")
-	ErrUnknownPartition = errors.New("producer: unknown partition")
-	ErrInvalidTopic     = topic.ErrInvalid
-	ErrMessageTooLarge  = errors.New("producer: message larger than max.message.size")
-	ErrClosed           = errors.New("producer: closed")
+	"github.com/kafkarepro/kafkarepro/kafka/topic"
 )
 
 // newZKDiscovery builds the ZooKeeper-based Discovery for zk.connect. It is

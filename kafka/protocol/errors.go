@@ -1,6 +1,9 @@
 package protocol
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrorCode is the int16 error field that starts every response payload
 // (docs/PROTOCOL.md §4). It implements error so a client can return it directly; use
@@ -93,3 +96,12 @@ func (c ErrorCode) Err() error {
 	}
 	return c
 }
+
+// Errors of reading and decoding requests, always wrapped with the offending
+// value. (A request that decodes but cannot be served is answered with an
+// ErrorCode instead, above.)
+var (
+	ErrRequestTooLarge = errors.New("protocol: request too large")
+	ErrMalformed       = errors.New("protocol: malformed request")
+	ErrUnknownRequest  = errors.New("protocol: unknown request id")
+)

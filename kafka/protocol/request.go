@@ -31,7 +31,6 @@ package protocol
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 )
@@ -63,13 +62,6 @@ const DefaultMaxRequestSize = 100 << 20
 // MaxResponseSize bounds what ReadResponse accepts (1 GiB) so a corrupt size
 // field cannot make a client allocate without limit.
 const MaxResponseSize = 1 << 30
-
-// Sentinel errors, always wrapped with the offending value.
-var (
-	ErrRequestTooLarge = errors.New("protocol: request too large")
-	ErrMalformed       = errors.New("protocol: malformed request")
-	ErrUnknownRequest  = errors.New("protocol: unknown request id")
-)
 
 // Request is what every request type implements; DecodeRequest returns one.
 type Request interface {

@@ -10,16 +10,12 @@
 package topic
 
 import (
-	"errors"
 	"fmt"
 )
 
 // MaxLength bounds a name so that "<topic>-<partition>" (a partition number
 // of up to 10 digits) still fits in a 255-byte file name.
 const MaxLength = 255 - 1 - 10
-
-// ErrInvalid is wrapped by every error Validate returns.
-var ErrInvalid = errors.New("invalid topic name")
 
 // Validate reports whether name may be used as a topic.
 func Validate(name string) error {

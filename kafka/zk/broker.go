@@ -11,9 +11,6 @@ import (
 	"time"
 )
 
-// ErrBrokerIDTaken is returned when another live broker already holds /brokers/ids/<id>.
-var ErrBrokerIDTaken = errors.New("zk: broker id already registered by another broker")
-
 // BrokerRegistry is a broker's side of the registry (paper §3.2, "broker registry"): an ephemeral node
 // /brokers/ids/<id> = "<host>-<ms>:<host>:<port>" and, for every topic it serves, an ephemeral node
 // /brokers/topics/<topic>/<id> holding the topic's partition count on this broker. When its session expires

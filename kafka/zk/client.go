@@ -11,17 +11,6 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 )
 
-// Sentinel errors. ErrNoNode and ErrNodeExists are the client library's own values, re-exported so callers can
-// test with errors.Is without importing it.
-var (
-	ErrNoNode         = gozk.ErrNoNode
-	ErrNodeExists     = gozk.ErrNodeExists
-	ErrBadConnect     = errors.New("zk: bad connect string")
-	ErrBadPath        = errors.New("zk: bad path")
-	ErrConnectTimeout = errors.New("zk: no session established in time")
-	ErrClosed         = errors.New("zk: client closed")
-)
-
 // DefaultConnectTimeout is 0.7's zk.connectiontimeout.ms (6000).
 const DefaultConnectTimeout = 6 * time.Second
 

@@ -3,7 +3,6 @@ package zk
 import (
 	"errors"
 	"fmt"
-	"github.com/kafkarepro/kafkarepro/kafka/topic"
 	"log/slog"
 	"net"
 	"slices"
@@ -13,10 +12,8 @@ import (
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
+	"github.com/kafkarepro/kafkarepro/kafka/topic"
 )
-
-// ErrBadRegistration is returned for a broker or topic node whose data does not parse.
-var ErrBadRegistration = errors.New("zk: bad registration data")
 
 // Broker is one live broker as /brokers/ids/<id> describes it.
 type Broker struct {

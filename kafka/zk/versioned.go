@@ -4,10 +4,6 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 )
 
-// ErrBadVersion is the library's "version does not match" error: a conditional set lost a race (replication's
-// partition state nodes are changed only this way, docs/PROTOCOL.md §10).
-var ErrBadVersion = gozk.ErrBadVersion
-
 // GetVersion returns the data of a node and its version, for a later conditional SetVersion.
 func (c *Client) GetVersion(p string) ([]byte, int32, error) {
 	a, err := c.abs(p)

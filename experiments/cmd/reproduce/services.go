@@ -32,10 +32,6 @@ var (
 	containersAvailable   func() bool
 )
 
-// ErrNoContainers is returned by --services containers when the containers
-// provider is not built in.
-var ErrNoContainers = errors.New("reproduce: the containers provider is not available")
-
 func newProvider(o options, logger *slog.Logger) (provider, error) {
 	switch o.services {
 	case "containers":

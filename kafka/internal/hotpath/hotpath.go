@@ -34,7 +34,6 @@
 package hotpath
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
@@ -45,9 +44,6 @@ const PayloadSize = 200
 
 // FetchSize is the consumer's fetch.size: 0.7's 300 KiB.
 const FetchSize = 300 << 10
-
-// ErrUnknown is returned by Lookup for a name that is not a path.
-var ErrUnknown = errors.New("hotpath: unknown path")
 
 // Path is one hot path.
 type Path struct {

@@ -5,7 +5,6 @@
 package zktest
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -19,9 +18,6 @@ import (
 	"testing"
 	"time"
 )
-
-// ErrNoModuleRoot is returned when no go.mod is found above the working directory.
-var ErrNoModuleRoot = errors.New("zktest: no go.mod above the working directory")
 
 // Script is the path of scripts/zookeeper.sh, found by walking up from the working directory to go.mod.
 func Script() (string, error) {
