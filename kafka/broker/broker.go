@@ -22,6 +22,15 @@
 // remote address); a message set with a bad CRC, a bad topic name or a
 // partition out of range drops that request (logged) and keeps the
 // connection. The fetch error answers are described on (*Broker).Serve.
+// Warnings a client can provoke at will are logged once per interval, with
+// a count of those held back (ratelog.go).
+//
+// Resources are bounded (docs/ROBUSTNESS.md): request bodies larger than 64
+// KiB are read only once the broker-wide budget queued.max.request.bytes
+// admits them (memory.go); a connection silent for connections.max.idle.ms
+// is closed; connections beyond max.connections.per.ip or max.connections
+// are refused as they arrive, and running out of descriptors leaves the
+// open connections served (limits.go).
 //
 // Reading order: one file per request type, named as in kafka/protocol, so
 // a request can be followed by file name from its bytes to the log:
@@ -33,6 +42,8 @@
 //	multifetch.go    MULTIFETCH: each part read as fetch.go reads one
 //	offsets.go       OFFSETS: protocol/offsets.go → log.Log.Offsets
 //	logs.go          the connection's cache of partition logs
+//	memory.go        the request memory budget
+//	limits.go        connection limits and running out of descriptors
 //	sendfile_*.go    how headers and log bytes reach the socket
 //
 // Life cycle: New opens the logs (recovering them after an unclean
@@ -48,6 +59,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -86,11 +99,16 @@ type Broker struct {
 	ln       *net.TCPListener
 	maxFetch int // fetch sizes are capped here (max.socket.request.bytes)
 
+	mem   *requestMemory // queued.max.request.bytes (memory.go)
+	lim   *limiters      // rate-limited warnings (ratelog.go)
+	spare *os.File       // a descriptor kept to shed one connection when out of them (limits.go)
+
 	mu      sync.Mutex
 	closing bool
 	conns   map[*net.TCPConn]struct{}
-	topics  map[string]bool // topics known (and registered) so far
-	pending []string        // new topics waiting for registerLoop
+	perIP   map[netip.Addr]int // connections by remote address (limits.go)
+	topics  map[string]bool    // topics known (and registered) so far
+	pending []string           // new topics waiting for registerLoop
 
 	connWG    sync.WaitGroup
 	regWake   chan struct{} // signals registerLoop that pending is not empty
@@ -115,6 +133,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		reg:      opts.Registrar,
 		maxFetch: cfg.MaxRequestBytes,
 		conns:    make(map[*net.TCPConn]struct{}),
+		perIP:    make(map[netip.Addr]int),
+		mem:      newRequestMemory(cfg.QueuedMaxRequestBytes),
+		lim:      newLimiters(logInterval),
 		topics:   make(map[string]bool),
 		regWake:  make(chan struct{}, 1),
 		stopping: make(chan struct{}),
@@ -171,6 +192,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 			"zk.connect", cfg.ZKConnect)
 	}
 	go b.registerLoop()
+	go b.mem.run(b.stopping)
+	b.spare, _ = os.Open(os.DevNull) // best effort: without it, shedding is skipped
 	b.log.Info("broker: started", "brokerid", cfg.BrokerID, "addr", b.ln.Addr().String(),
 		"log.dir", cfg.LogDir, "topics", len(b.topics), "zookeeper", b.reg != nil)
 	return b, nil
@@ -223,17 +246,20 @@ func (b *Broker) Serve(ctx context.Context) error {
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
-				// Out of file descriptors and the like: wait and go on.
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				b.log.Warn("broker: accept failed, retrying", "err", err, "backoff", backoff)
+				// Out of file descriptors and the like: keep serving the
+				// connections there are, refuse one waiting client so it
+				// is not left hanging, log once per interval, and retry.
+				b.acceptFailed(err)
+				backoff = min(max(2*backoff, 5*time.Millisecond), 100*time.Millisecond)
 				time.Sleep(backoff)
 				continue
 			}
 			return fmt.Errorf("broker: accept on %s: %w", b.ln.Addr(), err)
 		}
 		backoff = 0
-		if !b.track(c) {
+		if why := b.track(c); why != "" {
 			c.Close()
+			b.refused(c, why)
 			continue
 		}
 		go b.serveConn(c)
@@ -273,6 +299,10 @@ func (b *Broker) Close() error {
 			}
 		}
 		<-b.regDone
+		b.mem.close()
+		if b.spare != nil {
+			b.spare.Close()
+		}
 		if err := b.logs.Close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -288,26 +318,6 @@ func (b *Broker) isClosing() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.closing
-}
-
-// track records a new connection so Close can close it; false if closing.
-func (b *Broker) track(c *net.TCPConn) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closing {
-		return false
-	}
-	b.conns[c] = struct{}{}
-	b.connWG.Add(1)
-	return true
-}
-
-func (b *Broker) untrack(c *net.TCPConn) {
-	b.mu.Lock()
-	delete(b.conns, c)
-	b.mu.Unlock()
-	c.Close()
-	b.connWG.Done()
 }
 
 // noteTopic is called after a produce found or created a partition of topic;

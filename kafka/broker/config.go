@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"sort"
@@ -32,11 +33,18 @@ type Config struct {
 	SocketSendBuffer    int            // socket.send.buffer: SO_SNDBUF of accepted sockets; 0 = kernel default
 	SocketReceiveBuffer int            // socket.receive.buffer: SO_RCVBUF of accepted sockets; 0 = kernel default
 	MaxRequestBytes     int            // max.socket.request.bytes: larger requests close the connection
-	NumThreads          int            // num.threads: accepted for compatibility (see Broker doc)
-	EnableZooKeeper     bool           // enable.zookeeper: register in ZooKeeper (§3.2)
-	ZKConnect           string         // zk.connect: host:port[,host:port...][/chroot]
-	ZKConnectionTimeout int            // zk.connectiontimeout.ms
-	ZKSessionTimeout    int            // zk.sessiontimeout.ms
+
+	// Resource limits (docs/ROBUSTNESS.md), named as later Kafka names them.
+	QueuedMaxRequestBytes int64 // queued.max.request.bytes: request bodies held in memory at once; -1 no budget
+	ConnectionsMaxIdleMs  int   // connections.max.idle.ms: close a connection silent this long; -1 never
+	MaxConnectionsPerIP   int   // max.connections.per.ip: connections from one address; more are refused
+	MaxConnections        int   // max.connections: connections in all; 0 = the descriptor limit minus a reserve
+
+	NumThreads          int    // num.threads: accepted for compatibility (see Broker doc)
+	EnableZooKeeper     bool   // enable.zookeeper: register in ZooKeeper (§3.2)
+	ZKConnect           string // zk.connect: host:port[,host:port...][/chroot]
+	ZKConnectionTimeout int    // zk.connectiontimeout.ms
+	ZKSessionTimeout    int    // zk.sessiontimeout.ms
 
 	// Replication (docs/PROTOCOL.md §10), with Kafka 0.8's names and defaults.
 	DefaultReplicationFactor    int  // default.replication.factor: must be 1 (topics created by a produce are unreplicated)
@@ -69,9 +77,15 @@ func DefaultConfig() Config {
 		SocketSendBuffer:    100 << 10,
 		SocketReceiveBuffer: 100 << 10,
 		MaxRequestBytes:     100 << 20,
-		NumThreads:          runtime.NumCPU(),
-		ZKConnectionTimeout: 6000,
-		ZKSessionTimeout:    6000,
+		// Room for two and a half maximum-size requests at once.
+		QueuedMaxRequestBytes: 256 << 20,
+		// Kafka's defaults: ten minutes, no per-address cap.
+		ConnectionsMaxIdleMs: 600000,
+		MaxConnectionsPerIP:  math.MaxInt32,
+		MaxConnections:       0,
+		NumThreads:           runtime.NumCPU(),
+		ZKConnectionTimeout:  6000,
+		ZKSessionTimeout:     6000,
 
 		DefaultReplicationFactor:    1,
 		NumReplicaFetchers:          1,
@@ -186,6 +200,15 @@ func (c Config) Validate() error {
 		return bad("socket.receive.buffer", c.SocketReceiveBuffer, "must be >= 0")
 	case c.MaxRequestBytes < 6:
 		return bad("max.socket.request.bytes", c.MaxRequestBytes, "must be >= 6")
+	case c.QueuedMaxRequestBytes != -1 && c.QueuedMaxRequestBytes < int64(c.MaxRequestBytes):
+		return bad("queued.max.request.bytes", c.QueuedMaxRequestBytes,
+			fmt.Sprintf("must be -1 (no budget) or at least max.socket.request.bytes (%d), or a request of the maximum size could never be read", c.MaxRequestBytes))
+	case c.ConnectionsMaxIdleMs != -1 && c.ConnectionsMaxIdleMs <= 0:
+		return bad("connections.max.idle.ms", c.ConnectionsMaxIdleMs, "must be -1 (never) or > 0")
+	case c.MaxConnectionsPerIP < 1:
+		return bad("max.connections.per.ip", c.MaxConnectionsPerIP, "must be >= 1")
+	case c.MaxConnections < 0:
+		return bad("max.connections", c.MaxConnections, "must be >= 0 (0: the descriptor limit minus a reserve)")
 	case c.NumThreads < 1:
 		return bad("num.threads", c.NumThreads, "must be >= 1")
 	case c.EnableZooKeeper && c.ZKConnect == "":
@@ -227,6 +250,10 @@ var setters = map[string]func(*Config, string) error{
 	"socket.receive.buffer":         intSetter(func(c *Config) *int { return &c.SocketReceiveBuffer }),
 	"max.socket.request.bytes":      intSetter(func(c *Config) *int { return &c.MaxRequestBytes }),
 	"num.threads":                   intSetter(func(c *Config) *int { return &c.NumThreads }),
+	"queued.max.request.bytes":      int64Setter(func(c *Config) *int64 { return &c.QueuedMaxRequestBytes }),
+	"connections.max.idle.ms":       intSetter(func(c *Config) *int { return &c.ConnectionsMaxIdleMs }),
+	"max.connections.per.ip":        intSetter(func(c *Config) *int { return &c.MaxConnectionsPerIP }),
+	"max.connections":               intSetter(func(c *Config) *int { return &c.MaxConnections }),
 	"enable.zookeeper": func(c *Config, v string) error {
 		b, err := strconv.ParseBool(v)
 		c.EnableZooKeeper = b

@@ -83,6 +83,15 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"topic.partition.count.map=t1:0", "topic.partition.count.map", "t1:0"},
 		{"num.partitions=0", "num.partitions", "0"},
 		{"enable.zookeeper=true", "zk.connect", ""},
+		{"queued.max.request.bytes=1000", "queued.max.request.bytes", "1000"},
+		{"queued.max.request.bytes=0", "queued.max.request.bytes", "0"},
+		{"max.socket.request.bytes=1000\nqueued.max.request.bytes=999", "queued.max.request.bytes", "999"},
+		{"queued.max.request.bytes=lots", "queued.max.request.bytes", "lots"},
+		{"connections.max.idle.ms=0", "connections.max.idle.ms", "0"},
+		{"connections.max.idle.ms=-2", "connections.max.idle.ms", "-2"},
+		{"max.connections.per.ip=0", "max.connections.per.ip", "0"},
+		{"max.connections.per.ip=many", "max.connections.per.ip", "many"},
+		{"max.connections=-1", "max.connections", "-1"},
 	}
 	for _, c := range cases {
 		_, err := LoadConfig(writeFile(t, c.text+"\n"), nil)
@@ -95,6 +104,20 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 	if _, err := LoadConfig("", map[string]string{"brokerid": "-1"}); !errors.Is(err, ErrConfig) {
 		t.Errorf("override brokerid=-1: %v", err)
+	}
+}
+
+// The resource limits' special values are accepted: no budget, never idle,
+// a budget exactly the maximum request size.
+func TestResourceLimitValues(t *testing.T) {
+	cfg, err := LoadConfig("", map[string]string{"queued.max.request.bytes": "-1", "connections.max.idle.ms": "-1",
+		"max.connections.per.ip": "1", "max.connections": "0"})
+	if err != nil || cfg.QueuedMaxRequestBytes != -1 || cfg.ConnectionsMaxIdleMs != -1 || cfg.MaxConnectionsPerIP != 1 || cfg.MaxConnections != 0 {
+		t.Fatalf("%+v, %v", cfg, err)
+	}
+	cfg, err = LoadConfig("", map[string]string{"max.socket.request.bytes": "5000", "queued.max.request.bytes": "5000", "max.connections": "10"})
+	if err != nil || cfg.QueuedMaxRequestBytes != 5000 || cfg.MaxConnections != 10 {
+		t.Fatalf("%+v, %v", cfg, err)
 	}
 }
 

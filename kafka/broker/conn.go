@@ -2,8 +2,12 @@ package broker
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
@@ -17,10 +21,6 @@ import (
 // ~230-byte requests arrive a few hundred per read system call.
 const readBufferSize = 64 << 10
 
-// maxKeptRequestBuffer: after a request larger than this the connection's
-// request buffer is dropped rather than kept for the connection's lifetime.
-const maxKeptRequestBuffer = 8 << 20
-
 // conn is the state of one client connection, owned by its goroutine.
 type conn struct {
 	b      *Broker
@@ -28,10 +28,15 @@ type conn struct {
 	remote string
 	r      *bufio.Reader
 	dec    protocol.Decoder
-	buf    []byte // request bytes, reused
+	hdr    [protocol.RequestHeaderSize]byte
+	buf    []byte // small request bodies (up to smallRequestBytes), reused
+	big    []byte // a large body's buffer from the request memory budget, while it is served
 	out    []byte // response headers, reused
 	send   sender // writes headers and sendfiles chunks
 	logs   map[partKey]*log.Log
+
+	idle    time.Duration // connections.max.idle.ms; 0: never
+	unarmed int           // requests read since the read deadline was last pushed back
 
 	parts  map[partKey]*replication.Partition // replicated partitions looked up (replicas.go)
 	waitCh chan struct{}                      // REPLICA_FETCH's wake-up, reused
@@ -41,8 +46,8 @@ type conn struct {
 }
 
 // serveConn reads requests one after the other and answers them in order
-// (docs/PROTOCOL.md §4), until the client hangs up, the broker shuts down or
-// a request is bad.
+// (docs/PROTOCOL.md §4), until the client hangs up, the broker shuts down, a
+// request is bad or the connection stays silent for connections.max.idle.ms.
 func (b *Broker) serveConn(c *net.TCPConn) {
 	defer b.untrack(c)
 	cn := &conn{
@@ -52,6 +57,9 @@ func (b *Broker) serveConn(c *net.TCPConn) {
 		r:      bufio.NewReaderSize(c, readBufferSize),
 		out:    make([]byte, 0, 512),
 		logs:   make(map[partKey]*log.Log),
+	}
+	if b.cfg.ConnectionsMaxIdleMs > 0 {
+		cn.idle = time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	}
 	if b.cfg.SocketSendBuffer > 0 {
 		c.SetWriteBuffer(b.cfg.SocketSendBuffer)
@@ -65,28 +73,108 @@ func (b *Broker) serveConn(c *net.TCPConn) {
 	}
 	b.log.Debug("broker: connection opened", "remote", cn.remote)
 	for {
-		id, body, buf, err := protocol.ReadRequest(cn.r, cn.buf, b.cfg.MaxRequestBytes)
-		cn.buf = buf
+		cn.armIdle(false)
+		id, n, err := protocol.ReadRequestHeader(cn.r, cn.hdr[:], b.cfg.MaxRequestBytes)
+		var body []byte
+		if err == nil {
+			body, err = cn.readBody(id, n)
+		}
 		if err == nil {
 			err = cn.handle(id, body)
 		}
+		cn.releaseBody()
 		if err != nil {
-			switch {
-			case err == io.EOF:
-				b.log.Debug("broker: connection closed by client", "remote", cn.remote)
-			case b.isClosing():
-				b.log.Debug("broker: connection closed by shutdown", "remote", cn.remote)
-			default:
-				// Too large, malformed, unknown id, truncated or a write
-				// error: close this connection, keep serving everyone else.
-				b.log.Warn("broker: closing connection", "remote", cn.remote, "reason", err)
-			}
+			cn.closing(err)
 			return
 		}
-		if cap(cn.buf) > maxKeptRequestBuffer {
-			cn.buf = nil
+	}
+}
+
+// closing logs why the connection is about to close.
+func (cn *conn) closing(err error) {
+	b := cn.b
+	switch {
+	case err == io.EOF:
+		b.log.Debug("broker: connection closed by client", "remote", cn.remote)
+	case b.isClosing():
+		b.log.Debug("broker: connection closed by shutdown", "remote", cn.remote)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if ok, held := b.lim.idle.allow(); ok {
+			b.log.Info("broker: closing idle connection", "remote", cn.remote,
+				"connections.max.idle.ms", b.cfg.ConnectionsMaxIdleMs, "alsoClosedSinceLastLine", held)
+		}
+	default:
+		// Too large, malformed, unknown id, truncated or a write error:
+		// close this connection, keep serving everyone else.
+		if ok, held := b.lim.badRequest.allow(); ok {
+			b.log.Warn("broker: closing connection", "remote", cn.remote, "reason", err, "alsoClosedSinceLastLine", held)
 		}
 	}
+}
+
+// armIdle pushes the read deadline connections.max.idle.ms into the
+// future. Between requests it does so whenever the next read may block
+// (nothing buffered), and every 256 requests anyway; force does it now.
+func (cn *conn) armIdle(force bool) {
+	if cn.idle <= 0 {
+		return
+	}
+	cn.unarmed++
+	if force || cn.r.Buffered() == 0 || cn.unarmed >= 256 {
+		cn.c.SetReadDeadline(time.Now().Add(cn.idle))
+		cn.unarmed = 0
+	}
+}
+
+// bodyChunk: a large body is read this much at a time, the idle deadline
+// pushed back before each, so a client sending a 100 MiB request slowly
+// is not cut off while bytes keep coming.
+const bodyChunk = 1 << 20
+
+// readBody reads the n-byte body of a request whose header was just read.
+// A body of at most smallRequestBytes goes into the connection's own
+// buffer; a larger one waits for the broker's request memory budget
+// (memory.go) and is then read into a buffer of exactly n bytes, which
+// releaseBody gives back.
+func (cn *conn) readBody(id int16, n int) ([]byte, error) {
+	var body []byte
+	if n <= smallRequestBytes {
+		if cap(cn.buf) < n {
+			cn.buf = make([]byte, n, max(n, 512))
+		}
+		body = cn.buf[:n]
+	} else {
+		b, err := cn.b.mem.get(n, cn.b.stopping)
+		if err != nil {
+			return nil, err
+		}
+		cn.big, body = b, b
+	}
+	for off := 0; off < n; {
+		k := min(n-off, bodyChunk)
+		if n > bodyChunk {
+			cn.armIdle(true)
+		}
+		if _, err := io.ReadFull(cn.r, body[off:off+k]); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("protocol: reading %d-byte %s body at byte %d: %w", n, protocol.RequestName(id), off, err)
+		}
+		off += k
+	}
+	return body, nil
+}
+
+// releaseBody gives a large body's buffer back to the budget and drops the
+// decoder's references into it.
+func (cn *conn) releaseBody() {
+	if cn.big == nil {
+		return
+	}
+	cn.dec.Forget()
+	cn.b.mem.put(cn.big)
+	cn.big = nil
 }
 
 // handle serves one request by its id. An error closes the connection.

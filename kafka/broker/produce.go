@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -39,13 +40,23 @@ func (cn *conn) produce(p *protocol.ProduceRequest) {
 	}
 	l, err := cn.logFor(p.Topic, part, p.Messages)
 	if err != nil {
-		cn.b.log.Warn("broker: produce request dropped", "remote", cn.remote,
-			"topic", p.Topic, "partition", p.Partition, "bytes", len(p.Messages), "err", err)
+		if ok, held := cn.b.lim.dropped.allow(); ok {
+			cn.b.log.Warn("broker: produce request dropped", "remote", cn.remote,
+				"topic", p.Topic, "partition", p.Partition, "bytes", len(p.Messages), "err", err, "alsoDroppedSinceLastLine", held)
+		}
 		return
 	}
 	if _, err := l.Append(p.Messages); err != nil {
-		cn.b.log.Warn("broker: message set refused", "remote", cn.remote,
-			"topic", p.Topic, "partition", part, "bytes", len(p.Messages), "err", err)
+		// A partition with a storage error refuses every set until it
+		// heals; the log said so once, at ERROR, as it failed.
+		lim := &cn.b.lim.dropped
+		if errors.Is(err, log.ErrStorage) {
+			lim = &cn.b.lim.storage
+		}
+		if ok, held := lim.allow(); ok {
+			cn.b.log.Warn("broker: message set refused", "remote", cn.remote,
+				"topic", p.Topic, "partition", part, "bytes", len(p.Messages), "err", err, "alsoRefusedSinceLastLine", held)
+		}
 	}
 }
 

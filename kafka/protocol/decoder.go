@@ -21,6 +21,13 @@ type Decoder struct {
 	produces []ProduceRequest
 }
 
+// Forget drops what the Decoder still references of the last body it
+// parsed (a MULTIPRODUCE's message sets alias the body), so that the
+// body's buffer can be reused by someone else or freed.
+func (d *Decoder) Forget() {
+	clear(d.produces[:cap(d.produces)])
+}
+
 // maxInterned bounds the intern table so a client cycling through random
 // topic names cannot grow a connection's memory without limit.
 const maxInterned = 1024

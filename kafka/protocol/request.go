@@ -149,38 +149,61 @@ func DecodeRequest(id int16, body []byte) (Request, error) {
 // unread, since the connection is to be closed). The buffer grows only as
 // bytes actually arrive, so a lying size field costs no memory up front.
 func ReadRequest(r io.Reader, buf []byte, maxSize int) (id int16, body []byte, newBuf []byte, err error) {
-	if maxSize <= 0 {
-		maxSize = DefaultMaxRequestSize
-	}
 	if cap(buf) < 512 {
 		buf = make([]byte, 0, 512)
 	}
-	hdr := buf[:6]
-	if n, err := io.ReadFull(r, hdr[:4]); err != nil {
-		if err == io.EOF && n == 0 {
-			return 0, nil, buf, io.EOF
+	id, n, err := ReadRequestHeader(r, buf[:RequestHeaderSize], maxSize)
+	if err != nil {
+		return id, nil, buf, err
+	}
+	body, buf, err = readBody(r, buf, n)
+	if err != nil {
+		return id, nil, buf, fmt.Errorf("protocol: reading %d-byte %s body: %w", n, RequestName(id), err)
+	}
+	return id, body, buf, nil
+}
+
+// RequestHeaderSize is the size field and the request id.
+const RequestHeaderSize = 6
+
+// ReadRequestHeader reads the size field and the id of the next request
+// from r into hdr (RequestHeaderSize bytes of scratch) and checks them as
+// ReadRequest does, returning the length of the body that follows. It is
+// ReadRequest's first half, for a server that decides where the body goes
+// once it knows its length (the broker waits for its request memory budget
+// before it reads a large body into a buffer of exactly that size).
+func ReadRequestHeader(r io.Reader, hdr []byte, maxSize int) (id int16, bodyLen int, err error) {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxRequestSize
+	}
+	hdr = hdr[:RequestHeaderSize]
+	// io.ReadFull's error is io.EOF only if nothing was read, and
+	// io.ErrUnexpectedEOF for a part; another (a deadline, a reset) is kept
+	// so the caller can tell an idle connection from a torn request.
+	if _, err := io.ReadFull(r, hdr[:4]); err != nil {
+		if err == io.EOF {
+			return 0, 0, io.EOF
 		}
-		return 0, nil, buf, fmt.Errorf("protocol: reading request size: %w", io.ErrUnexpectedEOF)
+		return 0, 0, fmt.Errorf("protocol: reading request size: %w", err)
 	}
 	size := int64(int32(binary.BigEndian.Uint32(hdr)))
 	if size > int64(maxSize) {
-		return 0, nil, buf, fmt.Errorf("%w: size field %d exceeds the limit of %d bytes", ErrRequestTooLarge, size, maxSize)
+		return 0, 0, fmt.Errorf("%w: size field %d exceeds the limit of %d bytes", ErrRequestTooLarge, size, maxSize)
 	}
 	if size < 2 {
-		return 0, nil, buf, fmt.Errorf("%w: size field %d is smaller than the 2-byte request id", ErrMalformed, size)
+		return 0, 0, fmt.Errorf("%w: size field %d is smaller than the 2-byte request id", ErrMalformed, size)
 	}
 	if _, err := io.ReadFull(r, hdr[4:6]); err != nil {
-		return 0, nil, buf, fmt.Errorf("protocol: reading request id: %w", io.ErrUnexpectedEOF)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, 0, fmt.Errorf("protocol: reading request id: %w", err)
 	}
 	id = int16(binary.BigEndian.Uint16(hdr[4:]))
 	if id < RequestProduce || id > requestLast {
-		return id, nil, buf, fmt.Errorf("%w: %d (size field %d)", ErrUnknownRequest, id, size)
+		return id, 0, fmt.Errorf("%w: %d (size field %d)", ErrUnknownRequest, id, size)
 	}
-	body, buf, err = readBody(r, buf, int(size-2))
-	if err != nil {
-		return id, nil, buf, fmt.Errorf("protocol: reading %d-byte %s body: %w", size-2, RequestName(id), err)
-	}
-	return id, body, buf, nil
+	return id, int(size - 2), nil
 }
 
 // readBody reads exactly n bytes into buf, growing it geometrically as data

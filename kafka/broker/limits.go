@@ -1,0 +1,125 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+)
+
+// Connection limits (docs/ROBUSTNESS.md). A connection over
+// max.connections.per.ip or max.connections is closed as soon as it is
+// accepted, so the listener goes on accepting (and the clients within the
+// limits keep getting in); with max.connections=0 the limit follows the
+// process's descriptor limit, read again at every accept, so that
+// connections cannot use up the descriptors segment files and ZooKeeper
+// need. If descriptors run out all the same, accept fails: the broker keeps
+// serving the connections it has, refuses one waiting client with a spare
+// descriptor kept for that (so clients are told no rather than left hanging
+// in the listen backlog), and logs once per interval.
+
+// track records a new connection so Close can close it, or returns why it
+// is refused: the broker is closing, or a limit is reached.
+func (b *Broker) track(c *net.TCPConn) (refused string) {
+	ip := remoteIP(c)
+	limit := b.connectionLimit()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.closing:
+		return "the broker is shutting down"
+	case b.perIP[ip] >= b.cfg.MaxConnectionsPerIP:
+		return fmt.Sprintf("max.connections.per.ip=%d reached for %s", b.cfg.MaxConnectionsPerIP, ip)
+	case len(b.conns) >= limit:
+		if b.cfg.MaxConnections > 0 {
+			return fmt.Sprintf("max.connections=%d reached", limit)
+		}
+		return fmt.Sprintf("%d connections, the descriptor limit less a reserve (max.connections=0)", limit)
+	}
+	b.conns[c] = struct{}{}
+	b.perIP[ip]++
+	b.connWG.Add(1)
+	return ""
+}
+
+func (b *Broker) untrack(c *net.TCPConn) {
+	ip := remoteIP(c)
+	b.mu.Lock()
+	delete(b.conns, c)
+	if b.perIP[ip]--; b.perIP[ip] <= 0 {
+		delete(b.perIP, ip)
+	}
+	b.mu.Unlock()
+	c.Close()
+	b.connWG.Done()
+}
+
+// Connections is the number of client connections open now.
+func (b *Broker) Connections() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.conns)
+}
+
+func remoteIP(c *net.TCPConn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		ip, _ := netip.AddrFromSlice(a.IP)
+		return ip.Unmap()
+	}
+	return netip.Addr{}
+}
+
+// refused logs, rate-limited, a connection closed by track.
+func (b *Broker) refused(c *net.TCPConn, why string) {
+	if b.isClosing() {
+		return
+	}
+	if ok, held := b.lim.refused.allow(); ok {
+		b.log.Warn("broker: connection refused", "remote", c.RemoteAddr().String(), "reason", why,
+			"connections", b.Connections(), "alsoRefusedSinceLastLine", held)
+	}
+}
+
+// connectionLimit is max.connections or, with 0, the descriptor limit less
+// a reserve of an eighth of it (at least 64).
+func (b *Broker) connectionLimit() int {
+	if b.cfg.MaxConnections > 0 {
+		return b.cfg.MaxConnections
+	}
+	n := descriptorLimit()
+	return max(n-max(64, n/8), 1)
+}
+
+// acceptFailed handles an accept error worth retrying. Out of descriptors,
+// it sheds one waiting connection with the spare descriptor, and logs once
+// per interval how many accepts failed.
+func (b *Broker) acceptFailed(err error) {
+	shed := false
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		shed = b.shedOne()
+	}
+	if ok, held := b.lim.descriptors.allow(); ok {
+		b.log.Warn("broker: accept failed; serving the connections already open", "err", err,
+			"connections", b.Connections(), "descriptorLimit", descriptorLimit(),
+			"shedOneWaitingClient", shed, "alsoFailedSinceLastLine", held)
+	}
+}
+
+// shedOne closes the spare descriptor, accepts one waiting connection with
+// it and closes that at once, then takes the spare back.
+func (b *Broker) shedOne() bool {
+	if b.spare == nil {
+		b.spare, _ = os.Open(os.DevNull)
+		return false
+	}
+	b.spare.Close()
+	b.spare = nil
+	c, err := b.ln.AcceptTCP()
+	if err == nil {
+		c.Close()
+	}
+	b.spare, _ = os.Open(os.DevNull)
+	return err == nil
+}

@@ -1,0 +1,146 @@
+package broker
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestRequestMemoryStaysWithinBudget: many goroutines asking for buffers
+// of varying sizes at once never hold more than the budget between them,
+// all are served, waiters are admitted in order, and buffers are reused.
+func TestRequestMemoryStaysWithinBudget(t *testing.T) {
+	const budget = 10 << 20
+	m := newRequestMemory(budget)
+	stop := make(chan struct{})
+	var held, most atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				n := (1 + (g*7+i*3)%8) << 20 // 1..8 MiB
+				b, err := m.get(n, stop)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(b) != n {
+					t.Errorf("got %d bytes, asked %d", len(b), n)
+				}
+				h := held.Add(int64(cap(b)))
+				for {
+					old := most.Load()
+					if h <= old || most.CompareAndSwap(old, h) {
+						break
+					}
+				}
+				b[0], b[n-1] = 1, 1
+				time.Sleep(100 * time.Microsecond)
+				held.Add(-int64(cap(b)))
+				m.put(b)
+			}
+		}()
+	}
+	wg.Wait()
+	inUse, free, peak, waiting := m.stats()
+	if most.Load() > budget || peak > budget || inUse != 0 || waiting != 0 || free > budget {
+		t.Fatalf("held at most %d, pool peak %d, now in use %d, free %d, waiting %d; budget %d",
+			most.Load(), peak, inUse, free, waiting, budget)
+	}
+	t.Logf("800 buffers of 1-8 MiB through a 10 MiB budget: at most %d MiB held at once, %d MiB kept free",
+		most.Load()>>20, free>>20)
+}
+
+// TestRequestMemoryFirstComeFirstServed: a large request waiting at the head
+// is not overtaken by a smaller one that would fit (6 + 4 <= 10).
+func TestRequestMemoryFirstComeFirstServed(t *testing.T) {
+	m := newRequestMemory(10)
+	stop := make(chan struct{})
+	a, _ := m.get(6, stop)
+	order := make(chan int, 2)
+	go func() { b, _ := m.get(8, stop); order <- 8; m.put(b) }()
+	waitFor(t, func() bool { _, _, _, w := m.stats(); return w == 1 })
+	go func() { b, _ := m.get(4, stop); order <- 4; m.put(b) }()
+	waitFor(t, func() bool { _, _, _, w := m.stats(); return w == 2 })
+	m.put(a)
+	if first, second := <-order, <-order; first != 8 || second != 4 {
+		t.Fatalf("served %d then %d, want 8 then 4", first, second)
+	}
+}
+
+// TestRequestMemoryStopAndClose: a waiter leaves when its stop channel
+// closes (the next one is then considered), and close wakes every waiter
+// with an error.
+func TestRequestMemoryStopAndClose(t *testing.T) {
+	m := newRequestMemory(10)
+	a, _ := m.get(10, nil)
+	stop1 := make(chan struct{})
+	errs := make(chan error, 2)
+	go func() { _, err := m.get(5, stop1); errs <- err }()
+	go func() { _, err := m.get(5, nil); errs <- err }()
+	waitFor(t, func() bool { _, _, _, w := m.stats(); return w == 2 })
+	close(stop1)
+	if err := <-errs; err == nil {
+		t.Fatal("a stopped waiter got a buffer")
+	}
+	m.close()
+	if err := <-errs; err == nil {
+		t.Fatal("a waiter got a buffer from a closed pool")
+	}
+	m.put(a)
+	if _, err := m.get(1, nil); err == nil {
+		t.Fatal("get after close succeeded")
+	}
+}
+
+// TestRequestMemoryReleasesIdleBuffers: free buffers are reused while they
+// are wanted, and dropped once unused for releaseAfter.
+func TestRequestMemoryReleasesIdleBuffers(t *testing.T) {
+	m := newRequestMemory(64 << 20)
+	b, _ := m.get(8<<20, nil)
+	m.put(b)
+	c, _ := m.get(7<<20, nil) // fits in the free 8 MiB buffer: reused
+	if &c[:1][0] != &b[:1][0] {
+		t.Fatal("a 7 MiB request did not reuse the free 8 MiB buffer")
+	}
+	m.put(c)
+	if d := m.releaseIdle(time.Now()); d != 0 {
+		t.Fatalf("released %d bytes of a buffer used just now", d)
+	}
+	if d := m.releaseIdle(time.Now().Add(releaseAfter)); d != 8<<20 {
+		t.Fatalf("released %d bytes after releaseAfter, want %d", d, 8<<20)
+	}
+	if _, free, _, _ := m.stats(); free != 0 {
+		t.Fatalf("%d bytes still kept", free)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 5s")
+		}
+	}
+}
+
+// TestLogLimiter: one line per interval, the next one told how many were
+// held back.
+func TestLogLimiter(t *testing.T) {
+	r := logLimiter{every: 50 * time.Millisecond}
+	if ok, held := r.allow(); !ok || held != 0 {
+		t.Fatalf("first: %v %d", ok, held)
+	}
+	for range 9 {
+		if ok, _ := r.allow(); ok {
+			t.Fatal("a second line within the interval")
+		}
+	}
+	time.Sleep(60 * time.Millisecond)
+	if ok, held := r.allow(); !ok || held != 9 {
+		t.Fatalf("after the interval: %v, %d held; want true, 9", ok, held)
+	}
+}
