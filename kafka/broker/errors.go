@@ -5,3 +5,7 @@ import "errors"
 // ErrConfig is wrapped by every configuration error, together with the key,
 // the value and the file it came from.
 var ErrConfig = errors.New("broker: bad configuration")
+
+// errMemoryClosed: a request was not read because the broker is shutting
+// down while it waited for the request memory budget (memory.go).
+var errMemoryClosed = errors.New("broker: shutting down, request not read")

@@ -106,7 +106,7 @@ func TestConnectionLimits(t *testing.T) {
 // warning line per interval, not one per request, and the line says how
 // many were held back.
 func TestBadRequestWarningsAreRateLimited(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncBuffer
 	tb := brokertest.Start(t, 0, brokertest.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	for range 50 {
 		cl := dial(t, tb.Addr())
@@ -161,21 +161,4 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 5s")
 		}
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -59,9 +58,6 @@ const smallRequestBytes = 64 << 10
 // releaseAfter: a free buffer unused this long is dropped and its memory
 // returned to the operating system.
 const releaseAfter = time.Second
-
-// errMemoryClosed: the broker is shutting down.
-var errMemoryClosed = errors.New("broker: shutting down, request not read")
 
 func newRequestMemory(budget int64) *requestMemory {
 	return &requestMemory{budget: budget}
