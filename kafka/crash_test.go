@@ -42,7 +42,7 @@ type serverProcess struct {
 	exited chan error
 }
 
-var servingRE = regexp.MustCompile(`msg="kafka: broker serving".* addr=(\S+)`)
+var servingRE = regexp.MustCompile(`msg="broker serving".* addr=(\S+)`)
 
 // startServer runs the binary on props and waits until it serves.
 func startServer(t *testing.T, bin, props string) *serverProcess {

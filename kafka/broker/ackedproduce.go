@@ -35,7 +35,7 @@ func (cn *conn) handleAckedProduce(body []byte) error {
 				res.Offset, res.Partition = r.off, r.p.TopicPartition().Partition
 				waits[i], ends[i] = r.p, r.end
 			} else if err != nil {
-				cn.b.log.Warn("broker: acked produce refused", "remote", cn.remote, "topic", p.Topic,
+				cn.b.log.Warn("acked produce refused", "remote", cn.remote, "topic", p.Topic,
 					"partition", p.Partition, "code", code, "err", err)
 			}
 		} else {
@@ -72,7 +72,7 @@ func (cn *conn) produceUnreplicated(p *protocol.ProduceRequest, writeOut bool) (
 	}
 	l, err := cn.logFor(p.Topic, part, p.Messages)
 	if err != nil {
-		cn.b.log.Warn("broker: acked produce refused", "remote", cn.remote, "topic", p.Topic, "partition", part, "err", err)
+		cn.b.log.Warn("acked produce refused", "remote", cn.remote, "topic", p.Topic, "partition", part, "err", err)
 		return part, -1, appendCode(err)
 	}
 	off, err := l.Append(p.Messages)
@@ -80,7 +80,7 @@ func (cn *conn) produceUnreplicated(p *protocol.ProduceRequest, writeOut bool) (
 		err = l.WriteOut()
 	}
 	if err != nil {
-		cn.b.log.Warn("broker: acked produce refused", "remote", cn.remote, "topic", p.Topic, "partition", part, "err", err)
+		cn.b.log.Warn("acked produce refused", "remote", cn.remote, "topic", p.Topic, "partition", part, "err", err)
 		return part, -1, appendCode(err)
 	}
 	return part, off, protocol.ErrNone

@@ -86,7 +86,7 @@ type Registrar interface {
 // Options are the broker's collaborators.
 type Options struct {
 	Registrar Registrar    // nil: no ZooKeeper
-	Logger    *slog.Logger // nil: slog.Default()
+	Logger    *slog.Logger // nil: slog.Default(); the broker's lines get component=broker
 }
 
 // Broker is one Kafka server.
@@ -129,7 +129,6 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg:      cfg,
-		log:      opts.Logger,
 		reg:      opts.Registrar,
 		maxFetch: cfg.MaxRequestBytes,
 		conns:    make(map[*net.TCPConn]struct{}),
@@ -142,9 +141,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		regDone:  make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	if b.log == nil {
-		b.log = slog.Default()
+	root := opts.Logger
+	if root == nil {
+		root = slog.Default()
 	}
+	b.log = root.With("component", "broker")
 	lc := cfg.LogConfig()
 	lc.Logger = opts.Logger // as given: the log manager adds component=log (nil: slog.Default())
 	logs, err := log.NewManager(cfg.LogDir, lc)
@@ -164,7 +165,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	// the registry's session.
 	if b.reg != nil && cfg.EnableZooKeeper {
 		rc := cfg.ReplicationConfig()
-		rc.Logger = b.log
+		rc.Logger = root // replication adds component=replication
 		if b.repl, err = replication.NewOnRegistrar(b.reg, rc, logs); err != nil {
 			ln.Close()
 			logs.Close()
@@ -188,13 +189,13 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		}
 	}
 	if cfg.EnableZooKeeper && b.reg == nil {
-		b.log.Warn("broker: enable.zookeeper=true but no Registrar was given; not registering in ZooKeeper",
+		b.log.Warn("enable.zookeeper=true but no Registrar was given; not registering in ZooKeeper",
 			"zk.connect", cfg.ZKConnect)
 	}
 	go b.registerLoop()
 	go b.mem.run(b.stopping)
 	b.spare, _ = os.Open(os.DevNull) // best effort: without it, shedding is skipped
-	b.log.Info("broker: started", "brokerid", cfg.BrokerID, "addr", b.ln.Addr().String(),
+	b.log.Info("started", "brokerid", cfg.BrokerID, "addr", b.ln.Addr().String(),
 		"log.dir", cfg.LogDir, "topics", len(b.topics), "zookeeper", b.reg != nil)
 	return b, nil
 }
@@ -307,7 +308,7 @@ func (b *Broker) Close() error {
 			errs = append(errs, err)
 		}
 		b.closeErr = errors.Join(errs...)
-		b.log.Info("broker: stopped", "addr", b.ln.Addr().String(), "err", b.closeErr)
+		b.log.Info("stopped", "addr", b.ln.Addr().String(), "err", b.closeErr)
 		close(b.done)
 	})
 	<-b.done
@@ -362,9 +363,9 @@ func (b *Broker) registerLoop() {
 			}
 			n := b.logs.Partitions(t)
 			if err := b.reg.RegisterTopic(t, n); err != nil {
-				b.log.Error("broker: register topic in ZooKeeper", "topic", t, "partitions", n, "err", err)
+				b.log.Error("register topic in ZooKeeper", "topic", t, "partitions", n, "err", err)
 			} else {
-				b.log.Info("broker: registered new topic", "topic", t, "partitions", n)
+				b.log.Info("registered new topic", "topic", t, "partitions", n)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
@@ -351,7 +352,7 @@ func TestFetchSizeCap(t *testing.T) {
 // The broker hands its logger to the log manager it creates: the log's
 // lines arrive there, marked component=log.
 func TestLoggerReachesTheLogManager(t *testing.T) {
-	var buf syncBuffer
+	var buf brokertest.LogBuffer
 	cfg := broker.DefaultConfig()
 	cfg.Hostname, cfg.Port, cfg.LogDir = "127.0.0.1", 0, t.TempDir()
 	b, err := broker.New(cfg, broker.Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
@@ -371,20 +372,36 @@ func TestLoggerReachesTheLogManager(t *testing.T) {
 	}
 }
 
-// syncBuffer is a strings.Builder safe for the broker's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// The broker's own lines name it in an attribute, component=broker, not in
+// a "broker: " prefix of the message; the log manager's say component=log.
+func TestLogLinesNameTheirComponent(t *testing.T) {
+	var buf brokertest.LogBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	tb := brokertest.Start(t, 0, brokertest.Options{Logger: logger})
+	cl := dial(t, tb.Addr())
+	cl.write([]byte{0x7f, 0xff, 0xff, 0xff}) // a size past max.socket.request.bytes
+	if !cl.closedByBroker() {
+		t.Fatal("a request of 2 GiB did not close its connection")
+	}
+	if err := tb.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	for _, want := range []struct{ msg, component string }{
+		{`msg=started`, "broker"}, {`msg="connection opened"`, "broker"}, {`msg="closing connection"`, "broker"},
+		{`msg=stopped`, "broker"}, {`msg="loaded logs"`, "log"},
+	} {
+		found := false
+		for _, l := range lines {
+			found = found || strings.Contains(l, want.msg+" ") && strings.Contains(l, " component="+want.component+" ")
+		}
+		if !found {
+			t.Errorf("no line with %s and component=%s in:\n%s", want.msg, want.component, buf.String())
+		}
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, " component=") || strings.Contains(l, `msg="broker: `) || strings.Contains(l, `msg=broker:`) {
+			t.Errorf("line without a component, or with the old prefix: %s", l)
+		}
+	}
 }

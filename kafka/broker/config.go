@@ -137,9 +137,9 @@ func (c Config) LogConfig() log.Config {
 
 // LoadConfig reads a Java-style properties file (path "" means none: the
 // defaults) and then applies overrides, key by key, as if they were lines
-// appended to the file. Unknown keys are logged with slog.Warn and ignored,
-// as 0.7 did; a value that does not parse or is out of range is an error
-// naming the key, the value and the file.
+// appended to the file. Unknown keys are logged to slog's default logger
+// (component=broker) and ignored, as 0.7 did; a value that does not parse
+// or is out of range is an error naming the key, the value and the file.
 func LoadConfig(path string, overrides map[string]string) (Config, error) {
 	cfg := DefaultConfig()
 	var props []property
@@ -161,7 +161,7 @@ func LoadConfig(path string, overrides map[string]string) (Config, error) {
 	for _, p := range props {
 		set, ok := setters[p.key]
 		if !ok {
-			slog.Warn("broker: unknown server.properties key ignored", "key", p.key, "value", p.value, "where", where(path, p.line))
+			slog.Warn("unknown server.properties key ignored", "component", "broker", "key", p.key, "value", p.value, "where", where(path, p.line))
 			continue
 		}
 		if err := set(&cfg, strings.TrimSpace(p.value)); err != nil {

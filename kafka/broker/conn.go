@@ -68,10 +68,10 @@ func (b *Broker) serveConn(c *net.TCPConn) {
 		c.SetReadBuffer(b.cfg.SocketReceiveBuffer)
 	}
 	if err := cn.send.init(c); err != nil {
-		b.log.Warn("broker: cannot use connection", "remote", cn.remote, "err", err)
+		b.log.Warn("cannot use connection", "remote", cn.remote, "err", err)
 		return
 	}
-	b.log.Debug("broker: connection opened", "remote", cn.remote)
+	b.log.Debug("connection opened", "remote", cn.remote)
 	for {
 		cn.armIdle(false)
 		id, n, err := protocol.ReadRequestHeader(cn.r, cn.hdr[:], b.cfg.MaxRequestBytes)
@@ -95,19 +95,19 @@ func (cn *conn) closing(err error) {
 	b := cn.b
 	switch {
 	case err == io.EOF:
-		b.log.Debug("broker: connection closed by client", "remote", cn.remote)
+		b.log.Debug("connection closed by client", "remote", cn.remote)
 	case b.isClosing():
-		b.log.Debug("broker: connection closed by shutdown", "remote", cn.remote)
+		b.log.Debug("connection closed by shutdown", "remote", cn.remote)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		if ok, held := b.lim.idle.allow(); ok {
-			b.log.Info("broker: closing idle connection", "remote", cn.remote,
+			b.log.Info("closing idle connection", "remote", cn.remote,
 				"connections.max.idle.ms", b.cfg.ConnectionsMaxIdleMs, "alsoClosedSinceLastLine", held)
 		}
 	default:
 		// Too large, malformed, unknown id, truncated or a write error:
 		// close this connection, keep serving everyone else.
 		if ok, held := b.lim.badRequest.allow(); ok {
-			b.log.Warn("broker: closing connection", "remote", cn.remote, "reason", err, "alsoClosedSinceLastLine", held)
+			b.log.Warn("closing connection", "remote", cn.remote, "reason", err, "alsoClosedSinceLastLine", held)
 		}
 	}
 }

@@ -44,12 +44,12 @@ func (cn *conn) read(f *protocol.FetchRequest, budget int) (log.Chunk, protocol.
 	case err == nil:
 		return c, protocol.ErrNone
 	case errors.Is(err, log.ErrOffsetOutOfRange):
-		cn.b.log.Debug("broker: fetch offset out of range", "remote", cn.remote, "err", err)
+		cn.b.log.Debug("fetch offset out of range", "remote", cn.remote, "err", err)
 		return log.Chunk{}, protocol.ErrOffsetOutOfRange
 	case errors.Is(err, log.ErrInvalidFetchSize):
 		return log.Chunk{}, protocol.ErrInvalidFetchSize
 	default:
-		cn.b.log.Warn("broker: fetch failed", "remote", cn.remote, "topic", f.Topic,
+		cn.b.log.Warn("fetch failed", "remote", cn.remote, "topic", f.Topic,
 			"partition", f.Partition, "offset", f.Offset, "err", err)
 		return log.Chunk{}, protocol.ErrUnknown
 	}

@@ -77,7 +77,7 @@ func (b *Broker) refused(c *net.TCPConn, why string) {
 		return
 	}
 	if ok, held := b.lim.refused.allow(); ok {
-		b.log.Warn("broker: connection refused", "remote", c.RemoteAddr().String(), "reason", why,
+		b.log.Warn("connection refused", "remote", c.RemoteAddr().String(), "reason", why,
 			"connections", b.Connections(), "alsoRefusedSinceLastLine", held)
 	}
 }
@@ -101,7 +101,7 @@ func (b *Broker) acceptFailed(err error) {
 		shed = b.shedOne()
 	}
 	if ok, held := b.lim.descriptors.allow(); ok {
-		b.log.Warn("broker: accept failed; serving the connections already open", "err", err,
+		b.log.Warn("accept failed; serving the connections already open", "err", err,
 			"connections", b.Connections(), "descriptorLimit", descriptorLimit(),
 			"shedOneWaitingClient", shed, "alsoFailedSinceLastLine", held)
 	}

@@ -106,7 +106,7 @@ func TestConnectionLimits(t *testing.T) {
 // warning line per interval, not one per request, and the line says how
 // many were held back.
 func TestBadRequestWarningsAreRateLimited(t *testing.T) {
-	var logs syncBuffer
+	var logs brokertest.LogBuffer
 	tb := brokertest.Start(t, 0, brokertest.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	for range 50 {
 		cl := dial(t, tb.Addr())
@@ -115,7 +115,7 @@ func TestBadRequestWarningsAreRateLimited(t *testing.T) {
 			t.Fatal("a request of 2 GiB did not close its connection")
 		}
 	}
-	if n := strings.Count(logs.String(), "broker: closing connection"); n < 1 || n > 2 {
+	if n := strings.Count(logs.String(), `msg="closing connection"`); n < 1 || n > 2 {
 		t.Fatalf("%d warnings for 50 bad requests in well under two intervals, want 1 or 2:\n%s", n, logs.String())
 	}
 }

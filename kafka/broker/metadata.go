@@ -36,7 +36,7 @@ func (cn *conn) handleMetadata(body []byte) error {
 	} else if len(valid) > 0 || len(req.Topics) == 0 {
 		m, err := cn.b.repl.Metadata(valid)
 		if err != nil {
-			cn.b.log.Warn("broker: metadata from ZooKeeper failed", "remote", cn.remote, "err", err)
+			cn.b.log.Warn("metadata from ZooKeeper failed", "remote", cn.remote, "err", err)
 			cn.out = protocol.AppendResponseHeader(cn.out[:0], 0, protocol.ErrUnknown)
 			return cn.send.write(cn.out, false)
 		}

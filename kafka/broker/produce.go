@@ -29,7 +29,7 @@ func (cn *conn) produce(p *protocol.ProduceRequest) {
 		// docs/PROTOCOL.md §10: a 0.7 PRODUCE to a replicated topic is an
 		// acks=0 produce, appended where this broker leads the partition.
 		if _, code, err := cn.produceReplica(p, protocol.AcksNone); code != protocol.ErrNone {
-			cn.b.log.Warn("broker: produce to a replicated partition dropped", "remote", cn.remote,
+			cn.b.log.Warn("produce to a replicated partition dropped", "remote", cn.remote,
 				"topic", p.Topic, "partition", p.Partition, "bytes", len(p.Messages), "code", code, "err", err)
 		}
 		return
@@ -41,7 +41,7 @@ func (cn *conn) produce(p *protocol.ProduceRequest) {
 	l, err := cn.logFor(p.Topic, part, p.Messages)
 	if err != nil {
 		if ok, held := cn.b.lim.dropped.allow(); ok {
-			cn.b.log.Warn("broker: produce request dropped", "remote", cn.remote,
+			cn.b.log.Warn("produce request dropped", "remote", cn.remote,
 				"topic", p.Topic, "partition", p.Partition, "bytes", len(p.Messages), "err", err, "alsoDroppedSinceLastLine", held)
 		}
 		return
@@ -54,7 +54,7 @@ func (cn *conn) produce(p *protocol.ProduceRequest) {
 			lim = &cn.b.lim.storage
 		}
 		if ok, held := lim.allow(); ok {
-			cn.b.log.Warn("broker: message set refused", "remote", cn.remote,
+			cn.b.log.Warn("message set refused", "remote", cn.remote,
 				"topic", p.Topic, "partition", part, "bytes", len(p.Messages), "err", err, "alsoRefusedSinceLastLine", held)
 		}
 	}

@@ -55,7 +55,7 @@ func (cn *conn) handleReplicaFetch(body []byte) error {
 			c, a.hw, cn.epochs, a.code, err = parts[i].FollowerFetch(req.ReplicaID, f.Offset, min(int(f.MaxSize), cn.b.maxFetch, max(budget, 0)), cn.epochs)
 			a.upto = len(cn.epochs)
 			if err != nil {
-				cn.b.log.Warn("broker: replica fetch refused", "remote", cn.remote, "replica", req.ReplicaID,
+				cn.b.log.Warn("replica fetch refused", "remote", cn.remote, "replica", req.ReplicaID,
 					"topic", f.Topic, "partition", f.Partition, "offset", f.Offset, "code", a.code, "err", err)
 			}
 		}

@@ -73,7 +73,7 @@ func (cn *conn) readReplica(f *protocol.FetchRequest, size int) (log.Chunk, prot
 	}
 	c, code, err := p.ReadForConsumer(f.Offset, size)
 	if err != nil && !errors.Is(err, log.ErrOffsetOutOfRange) {
-		cn.b.log.Warn("broker: fetch of a replicated partition failed", "remote", cn.remote, "topic", f.Topic,
+		cn.b.log.Warn("fetch of a replicated partition failed", "remote", cn.remote, "topic", f.Topic,
 			"partition", f.Partition, "offset", f.Offset, "err", err)
 	}
 	return c, code

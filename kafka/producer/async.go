@@ -75,9 +75,13 @@ func newAsync(sp *SyncProducer, cfg Config) *AsyncProducer {
 	if cfg.QueueTime <= 0 {
 		cfg.QueueTime = d.QueueTime
 	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
 	a := &AsyncProducer{sp: sp, cfg: cfg, queue: make(chan asyncItem, cfg.QueueSize),
 		flushReq: make(chan chan struct{}), closing: make(chan struct{}), drain: make(chan struct{}),
-		done: make(chan struct{}), log: slog.Default(), batchLimit: cfg.BatchSize}
+		done: make(chan struct{}), log: logger.With("component", "producer"), batchLimit: cfg.BatchSize}
 	go a.run()
 	return a
 }
@@ -251,7 +255,7 @@ func (b *batcher) send() {
 		dst, err := a.sp.pick(it.topic, it.partition, it.key)
 		if err != nil {
 			a.failed.Add(1)
-			a.log.Warn("producer: async message dropped", "topic", it.topic, "err", err)
+			a.log.Warn("async message dropped", "topic", it.topic, "err", err)
 			continue
 		}
 		k := setKey{broker: dst.BrokerID, topic: it.topic, part: dst.Part}
@@ -275,7 +279,7 @@ func (b *batcher) send() {
 			w, err := message.Compress(a.cfg.Compression, set)
 			if err != nil {
 				a.failed.Add(int64(s.count))
-				a.log.Warn("producer: async compress failed", "topic", k.topic, "err", err)
+				a.log.Warn("async compress failed", "topic", k.topic, "err", err)
 				continue
 			}
 			set = w
@@ -309,7 +313,7 @@ func (b *batcher) write(broker int, reqs []protocol.ProduceRequest) {
 		if err := a.sp.MultiSend(broker, reqs[:n]); err != nil {
 			lost := b.count(broker, reqs[:n])
 			a.failed.Add(lost)
-			a.log.Warn("producer: async send failed", "broker", broker, "messages", lost, "err", err)
+			a.log.Warn("async send failed", "broker", broker, "messages", lost, "err", err)
 		} else {
 			a.sent.Add(b.count(broker, reqs[:n]))
 		}

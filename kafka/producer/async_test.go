@@ -3,12 +3,15 @@ package producer
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
@@ -253,6 +256,40 @@ func TestAsyncCloseDrainsAndRefuses(t *testing.T) {
 	big := make([]byte, cfg.MaxMessageSize+1)
 	if err := a.Send("t", -1, big); !errors.Is(err, ErrMessageTooLarge) {
 		t.Errorf("big message: %v", err)
+	}
+}
+
+// A failed send is logged to the Logger of the Config, with
+// component=producer rather than a "producer: " prefix, and counted.
+func TestAsyncLogsFailuresToItsLogger(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nobody listens there now
+	var buf brokertest.LogBuffer
+	cfg := DefaultConfig()
+	cfg.BrokerList = brokerList(0, addr)
+	cfg.ConnectTimeout = time.Second
+	cfg.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	a, err := NewAsync(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Send("t", 0, []byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Failed() != 1 {
+		t.Errorf("Failed() = %d, want 1", a.Failed())
+	}
+	out := buf.String()
+	if !strings.Contains(out, `msg="async send failed" component=producer`) || strings.Contains(out, `msg="producer: `) {
+		t.Errorf("want one line \"async send failed\" with component=producer, got:\n%s", out)
 	}
 }
 

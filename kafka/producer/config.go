@@ -2,6 +2,7 @@ package producer
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,9 @@ type Config struct {
 	// MaxMessageSize is max.message.size: a larger single message is refused
 	// before it is sent (1,000,000).
 	MaxMessageSize int
+	// Logger is where the async producer reports what it dropped or failed
+	// to send, with component=producer (not a property; nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns 0.7's defaults.

@@ -3,6 +3,7 @@ package brokertest
 import (
 	"bytes"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -34,4 +35,25 @@ func (w *testWriter) Write(p []byte) (int, error) {
 		w.t.Log(string(bytes.TrimSuffix(p, []byte("\n"))))
 	}
 	return len(p), nil
+}
+
+// LogBuffer collects what a logger writes, for a test that checks the lines
+// logged (slog.New(slog.NewTextHandler(&buf, nil))). It is safe for the
+// goroutines that log.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -150,7 +150,7 @@ func (p *printer) flush() error {
 	if p.commit != nil && time.Since(p.last) >= p.interval {
 		p.last = time.Now()
 		if err := p.commit(); err != nil {
-			slog.Warn("console-consumer: commit failed; will retry", "err", err)
+			slog.Warn("commit failed; will retry", "component", "console-consumer", "err", err)
 		}
 	}
 	return nil

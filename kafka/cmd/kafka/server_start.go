@@ -54,8 +54,12 @@ func serverStart(args []string, std stdio) error {
 	if len(files) != 1 {
 		return usagef("want exactly one server.properties file, got %d", len(files))
 	}
+	// One logger for the whole process: the broker, its logs, replication
+	// and ZooKeeper each add their component; this command's own lines say
+	// component=server-start.
 	logger := slog.New(slog.NewTextHandler(std.Err, nil))
 	slog.SetDefault(logger)
+	lg := logger.With("component", "server-start")
 	cfg, err := broker.LoadConfig(files[0], over)
 	if err != nil {
 		return err
@@ -85,13 +89,13 @@ func serverStart(args []string, std stdio) error {
 	defer stopProfile()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	slog.Info("kafka: broker serving", "config", files[0], "addr", b.Addr().String(), "log.dir", cfg.LogDir)
+	lg.Info("broker serving", "config", files[0], "addr", b.Addr().String(), "log.dir", cfg.LogDir)
 	// Serve returns after a signal has cancelled ctx and the broker has shut
 	// down; §3.3: a clean shutdown flushes every log and leaves the marker
 	// so the next start skips recovery.
 	serveErr := b.Serve(ctx)
 	if ctx.Err() == nil {
-		slog.Error("kafka: broker stopped serving", "err", serveErr)
+		lg.Error("broker stopped serving", "err", serveErr)
 	}
 	if err := b.Close(); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
@@ -99,7 +103,7 @@ func serverStart(args []string, std stdio) error {
 	if serveErr != nil {
 		return serveErr
 	}
-	slog.Info("kafka: broker stopped cleanly")
+	lg.Info("broker stopped cleanly")
 	return nil
 }
 
