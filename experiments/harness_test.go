@@ -335,3 +335,17 @@ func TestEstimateRun(t *testing.T) {
 		t.Errorf("EstimateRun = %v, want 2m45s", got)
 	}
 }
+
+func TestReadMachineLoad(t *testing.T) {
+	if _, err := os.Stat("/proc/loadavg"); err != nil {
+		t.Skip("no /proc/loadavg")
+	}
+	l := ReadMachineLoad()
+	if l.PageCacheMB <= 0 || l.Avg1 < 0 {
+		t.Errorf("ReadMachineLoad = %+v, want a page cache size", l)
+	}
+	s := MachineLoad{Avg1: 1.2, Avg5: 0.9, Avg15: 0.75, PageCacheMB: 1696}.String()
+	if s != "load average: 1.20, 0.90, 0.75, page cache 1,696 MB" {
+		t.Errorf("String = %q", s)
+	}
+}

@@ -3,9 +3,11 @@ package experiments
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,4 +90,37 @@ func command(name string, args ...string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// MachineLoad is what else the machine was doing at one moment: the 1, 5 and
+// 15-minute load averages (/proc/loadavg) and the size of the page cache
+// (Cached in /proc/meminfo). A wall-clock figure means little without them
+// on a shared machine, and this VM's writes slow down as its page cache
+// grows (docs/PERFORMANCE.md).
+type MachineLoad struct {
+	Avg1, Avg5, Avg15 float64
+	PageCacheMB       int64
+}
+
+// ReadMachineLoad reads the load now; a missing file leaves its fields zero.
+func ReadMachineLoad() MachineLoad {
+	var l MachineLoad
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) >= 3 {
+			l.Avg1, _ = strconv.ParseFloat(f[0], 64)
+			l.Avg5, _ = strconv.ParseFloat(f[1], 64)
+			l.Avg15, _ = strconv.ParseFloat(f[2], 64)
+		}
+	}
+	if kb := strings.Fields(procField("/proc/meminfo", "Cached")); len(kb) > 0 {
+		n, _ := strconv.ParseInt(kb[0], 10, 64)
+		l.PageCacheMB = n / 1024
+	}
+	return l
+}
+
+// String is "load average: 1.20, 0.90, 0.70, page cache 1,696 MB".
+func (l MachineLoad) String() string {
+	return fmt.Sprintf("load average: %.2f, %.2f, %.2f, page cache %s MB", l.Avg1, l.Avg5, l.Avg15, commas(float64(l.PageCacheMB)))
 }

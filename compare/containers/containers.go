@@ -4,7 +4,7 @@
 // containers, with the same server settings as the local path
 // (compare/local and scripts/): compare/config/ is mounted into the
 // ActiveMQ and RabbitMQ containers, and our broker gets the properties of
-// local.KafkaProperties.
+// kafkaproc.Properties (broker.Shipped, the settings of every measurement).
 //
 // §5 measured one broker machine and one client machine; here the server runs
 // in a container and the client on the host. By default the client talks to

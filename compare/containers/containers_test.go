@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kafkarepro/kafkarepro/compare/local"
+	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 )
 
 func repoDir(t *testing.T) string {
 	t.Helper()
-	dir, err := local.FindRepo()
+	dir, err := localsvc.RepoDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestBakedServerPropertiesMatchLocalPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	baked := parseEnv(string(b))
-	for k, v := range local.KafkaProperties(9092, kafkaLogDir) {
+	for k, v := range kafkaproc.Properties(9092, kafkaLogDir) {
 		if k == "hostname" {
 			continue // set by the entrypoint
 		}

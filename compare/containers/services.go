@@ -14,7 +14,7 @@ import (
 
 	"github.com/testcontainers/testcontainers-go/wait"
 
-	"github.com/kafkarepro/kafkarepro/compare/local"
+	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
 )
 
 // spec is how one service runs in a container.
@@ -75,7 +75,7 @@ func (p *Provider) spec(service, dir, zkAddr string) (spec, error) {
 		sp.dataDir = dir
 	case "kafka":
 		sp.port = 9092
-		props := local.KafkaProperties(sp.port, kafkaLogDir)
+		props := kafkaproc.Properties(sp.port, kafkaLogDir)
 		for k, v := range p.opts.KafkaProperties {
 			props[k] = v
 		}

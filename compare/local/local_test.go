@@ -13,19 +13,6 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare"
 )
 
-func TestKafkaPropertiesFile(t *testing.T) {
-	props := KafkaProperties(9999, "/x/logs")
-	text := formatProperties(props)
-	for _, want := range []string{"port=9999\n", "log.dir=/x/logs\n", "enable.zookeeper=false\n", "log.flush.interval=10000\n"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("server.properties lacks %q:\n%s", want, text)
-		}
-	}
-	if strings.Index(text, "brokerid") > strings.Index(text, "port") {
-		t.Error("keys are not sorted")
-	}
-}
-
 func TestFindRepoAndFreePort(t *testing.T) {
 	dir, err := FindRepo()
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
@@ -75,17 +76,22 @@ func (s *System) Settings() map[string]string {
 		}
 		return def
 	}
+	named := "not reported"
+	if len(p) > 0 {
+		named = kafkaproc.Describe(p)
+	}
 	return map[string]string{
-		"server_version": s.ep.Version,
-		"protocol":       "Kafka 0.7 wire protocol over TCP (PRODUCE, FETCH, OFFSETS), loopback",
-		"client":         "kafkarepro kafka/producer SyncProducer, kafka/consumer SimpleConsumer (Go)",
-		"persistence":    "append-only segment files, log.file.size=" + get("log.file.size", "1073741824") + ", one partition",
-		"flush":          "fsync every log.flush.interval=" + get("log.flush.interval", "500") + " messages or log.default.flush.interval.ms=" + get("log.default.flush.interval.ms", "3000") + " ms; consumers see flushed bytes only",
-		"producer_ack":   "none: the producer does not wait for the broker (paper §5); the test ends when OFFSETS latest reaches the expected end",
-		"producer_batch": "1 and 50 messages per PRODUCE request, no compression, magic 0 (9 bytes of header, the paper's format; message.magic=0, since the producer's default is 0.7's magic 1, 10 bytes)",
-		"consumer_ack":   "none: the consumer keeps its own offset (paper §3.1)",
-		"prefetch":       "FETCH of fetch.size=" + strconv.Itoa(FetchSize) + " bytes per request (0.7 default; the paper's ~200 KB); every CRC checked",
-		"socket_buffers": "broker send " + get("socket.send.buffer", "102400") + ", receive " + get("socket.receive.buffer", "102400") + " bytes; clients kernel default",
+		"server_version":  s.ep.Version,
+		"broker_settings": named,
+		"protocol":        "Kafka 0.7 wire protocol over TCP (PRODUCE, FETCH, OFFSETS), loopback",
+		"client":          "kafkarepro kafka/producer SyncProducer, kafka/consumer SimpleConsumer (Go)",
+		"persistence":     "append-only segment files, log.file.size=" + get("log.file.size", "1073741824") + ", one partition",
+		"flush":           "fsync every log.flush.interval=" + get("log.flush.interval", "500") + " messages or log.default.flush.interval.ms=" + get("log.default.flush.interval.ms", "3000") + " ms; consumers see flushed bytes only",
+		"producer_ack":    "none: the producer does not wait for the broker (paper §5); the test ends when OFFSETS latest reaches the expected end",
+		"producer_batch":  "1 and 50 messages per PRODUCE request, no compression, magic 0 (9 bytes of header, the paper's format; message.magic=0, since the producer's default is 0.7's magic 1, 10 bytes)",
+		"consumer_ack":    "none: the consumer keeps its own offset (paper §3.1)",
+		"prefetch":        "FETCH of fetch.size=" + strconv.Itoa(FetchSize) + " bytes per request (0.7 default; the paper's ~200 KB); every CRC checked",
+		"socket_buffers":  "broker send " + get("socket.send.buffer", "102400") + ", receive " + get("socket.receive.buffer", "102400") + " bytes; clients kernel default",
 	}
 }
 

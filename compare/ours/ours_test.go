@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/kafkarepro/kafkarepro/compare"
-	"github.com/kafkarepro/kafkarepro/compare/local"
+	"github.com/kafkarepro/kafkarepro/kafka/broker"
 	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
@@ -35,6 +35,9 @@ func TestNewAndSettings(t *testing.T) {
 	if !strings.Contains(set["flush"], "log.flush.interval=777") {
 		t.Errorf("flush setting %q does not show the broker's property", set["flush"])
 	}
+	if !strings.HasPrefix(set["broker_settings"], "kafka-0.7-shipped with ") || !strings.Contains(set["broker_settings"], "log.flush.interval=777") {
+		t.Errorf("broker_settings %q does not name the settings and the difference", set["broker_settings"])
+	}
 	if _, err := s.Produce(context.Background(), compare.ProduceSpec{Messages: 1, MessageSize: 1, Batch: 0, Sent: new(atomic.Int64)}); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("batch 0: err = %v", err)
 	}
@@ -47,10 +50,8 @@ func TestNewAndSettings(t *testing.T) {
 // experiments' server.properties, and the adapter connected to it.
 func startBroker(t *testing.T) (*System, *brokertest.Broker) {
 	t.Helper()
-	props := local.KafkaProperties(0, "")
-	for _, k := range []string{"brokerid", "hostname", "port", "log.dir"} {
-		delete(props, k) // brokertest's: 127.0.0.1, a free port, a temporary log.dir
-	}
+	props := broker.Shipped()
+	delete(props, "brokerid") // brokertest's, as are hostname, port and log.dir
 	b := brokertest.Start(t, 0, brokertest.Options{Props: props})
 	ep := compare.Endpoint{Host: "127.0.0.1", Port: b.Addr().(*net.TCPAddr).Port, DataDir: b.Dir, Version: "in-process"}
 	s, err := New(ep, Options{ServerProperties: props})

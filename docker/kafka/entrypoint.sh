@@ -3,7 +3,7 @@
 # runs the broker; anything else runs that kafka subcommand (console tools).
 #
 # The broker both listens on and registers in ZooKeeper its `hostname`
-# (SPEC §5: /brokers/ids/<id> = creator:host:port). Inside a container the
+# (docs/PROTOCOL.md §5: /brokers/ids/<id> = creator:host:port). Inside a container the
 # default (the container's host name) means nothing to clients outside it, so
 # unless hostname is overridden, use the container's own IP address: other
 # containers and, on Linux, the host reach it directly, and a published port

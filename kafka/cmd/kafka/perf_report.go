@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kafkarepro/kafkarepro/kafka/schedstat"
 )
 
 // This file holds what producer-perf and consumer-perf share: the progress
@@ -140,35 +141,11 @@ type schedTimes struct {
 	ok        bool
 }
 
-// readSchedTimes sums /proc/self/task/*/schedstat ("run_ns wait_ns
-// slices"). It allocates, so it is read only at the tenth marks; threads
-// that exited since the last read drop out of the sum, which the Go
-// runtime rarely does in a steady loop.
+// readSchedTimes sums /proc/self/task/*/schedstat (see package schedstat).
+// It allocates, so it is read only at the tenth marks.
 func readSchedTimes() schedTimes {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return schedTimes{}
-	}
-	var st schedTimes
-	for _, task := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/schedstat")
-		if err != nil {
-			continue // the thread has exited meanwhile
-		}
-		f := strings.Fields(string(b))
-		if len(f) < 2 {
-			return schedTimes{}
-		}
-		run, err1 := strconv.ParseInt(f[0], 10, 64)
-		wait, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			return schedTimes{}
-		}
-		st.run += time.Duration(run)
-		st.wait += time.Duration(wait)
-	}
-	st.ok = true
-	return st
+	run, wait, ok := schedstat.Read("self")
+	return schedTimes{run: run, wait: wait, ok: ok}
 }
 
 // allocCounter counts this process's heap allocations over a run, to show

@@ -1,0 +1,320 @@
+// Command perf runs the speed checks of docs/PERFORMANCE.md (paper §5,
+// figures 4 and 5, on one machine over loopback): our broker alone, with
+// 0.7's own perf tools. `make perf` and scripts/perf.sh run it.
+//
+// It builds bin/kafka, starts a broker in its own process through
+// compare/kafkaproc (the launcher the experiments use, with the same
+// settings: broker.Shipped, printed first) on a free port and a temporary
+// log.dir, then runs
+//  1. producer-perf, batch 50, to topic perf50   (--messages)
+//  2. producer-perf, batch 1,  to topic perf1    (--b1-messages)
+//     (both in the paper's magic-0 format, --magic 0: 9 bytes of header)
+//  3. consumer-perf over perf50, --fetch-size bytes per fetch, every CRC checked
+//
+// and prints, for each, the broker's CPU time during it, the tool's tenth
+// table and its "result:" line (with settings=<name> added); every step
+// names the load average and the page cache. It then stops the broker with
+// SIGTERM, checks the shutdown was clean and removes the temporary folder.
+// A producer's time runs until the broker holds (has flushed) every message.
+//
+//	perf --messages 10000000                  # the full requirement
+//	perf --phases b1 --messages 10000000      # only the batch-1 producer
+//	perf --strace                             # also count write(2) per request
+//	perf --profile-dir /tmp/prof              # CPU profiles of broker and tools
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/kafka/schedstat"
+)
+
+type options struct {
+	messages, b1Messages, size, fetchSize int
+	phases                                []string
+	strace                                bool
+	profileDir, outDir                    string
+	bin                                   string // the kafka command to build and run
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("perf", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.IntVar(&o.messages, "messages", 10_000_000, "messages per producer run and for the consumer")
+	fs.IntVar(&o.b1Messages, "b1-messages", 0, "messages of the batch-1 run (0: --messages)")
+	fs.IntVar(&o.size, "message-size", 200, "payload bytes")
+	fs.IntVar(&o.fetchSize, "fetch-size", 307200, "consumer bytes per fetch")
+	phases := fs.String("phases", "b50 b1 consumer", "which runs, in this order (consumer reads perf50, so it needs b50 before it)")
+	fs.BoolVar(&o.strace, "strace", false, "also run a 100,000-message batch-1 producer under `strace -f -c` (write system calls per request)")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the broker and of every tool run there (broker.prof, producer50.prof, ...)")
+	fs.StringVar(&o.outDir, "out-dir", "", "keep every tool's full output there")
+	fs.StringVar(&o.bin, "kafka-bin", "bin/kafka", "where to build the kafka command (relative paths: to the repository root)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.b1Messages == 0 {
+		o.b1Messages = o.messages
+	}
+	if o.messages <= 0 || o.b1Messages <= 0 || o.size <= 0 || o.fetchSize <= 0 {
+		return o, errors.New("--messages, --b1-messages, --message-size and --fetch-size must be positive")
+	}
+	o.phases = strings.Fields(*phases)
+	for _, ph := range o.phases {
+		if ph != "b50" && ph != "b1" && ph != "consumer" {
+			return o, fmt.Errorf("unknown phase %q in --phases (want b50, b1, consumer)", ph)
+		}
+	}
+	return o, nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		stop()
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "perf:", err)
+		os.Exit(2)
+	}
+	err = run(ctx, o, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "perf:", err)
+		os.Exit(1)
+	}
+}
+
+// say prints a step with the load average and the page cache.
+func say(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "== %s (%s)\n", fmt.Sprintf(format, args...), experiments.ReadMachineLoad())
+}
+
+func run(ctx context.Context, o options, w io.Writer) (err error) {
+	repo, err := localsvc.RepoDir()
+	if err != nil {
+		return err
+	}
+	bin := o.bin
+	if !filepath.IsAbs(bin) {
+		bin = filepath.Join(repo, bin)
+	}
+	say(w, "building %s", o.bin)
+	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "kafka-perf.")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	out := o.outDir
+	if out == "" {
+		out = filepath.Join(tmp, "out")
+	}
+	for _, d := range []string{out, o.profileDir} {
+		if d != "" {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	prof := func(name string) []string {
+		if o.profileDir == "" {
+			return nil
+		}
+		return []string{"--cpuprofile=" + filepath.Join(o.profileDir, name+".prof")}
+	}
+
+	broker, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, "broker"), Args: prof("broker")})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if broker != nil {
+			err = errors.Join(err, broker.Stop())
+		}
+	}()
+	settings := broker.Settings()
+	say(w, "broker started on %s, log.dir %s, settings %s", broker.Addr(), broker.LogDir(), settings)
+	fmt.Fprintf(w, "broker settings %s: %s\n", settings, oneLine(broker.Properties()))
+	r := runner{w: w, bin: bin, out: out, broker: broker, settings: settings}
+
+	for _, ph := range o.phases {
+		var err error
+		switch ph {
+		case "b50":
+			err = r.tool(ctx, "producer50", prof("producer50"), "producer-perf", "--broker-list", broker.Addr(), "--topic", "perf50",
+				"--messages", strconv.Itoa(o.messages), "--message-size", strconv.Itoa(o.size), "--batch-size", "50", "--magic", "0")
+		case "b1":
+			err = r.tool(ctx, "producer1", prof("producer1"), "producer-perf", "--broker-list", broker.Addr(), "--topic", "perf1",
+				"--messages", strconv.Itoa(o.b1Messages), "--message-size", strconv.Itoa(o.size), "--batch-size", "1", "--magic", "0")
+		case "consumer":
+			err = r.tool(ctx, "consumer", prof("consumer"), "consumer-perf", "--broker", broker.Addr(), "--topic", "perf50",
+				"--messages", strconv.Itoa(o.messages), "--fetch-size", strconv.Itoa(o.fetchSize), "--idle-timeout", "5s")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if o.strace {
+		if err := r.strace(ctx, o.size); err != nil {
+			return err
+		}
+	}
+
+	say(w, "stopping the broker (SIGTERM)")
+	stopErr := broker.Stop()
+	broker = nil
+	if stopErr != nil {
+		return stopErr
+	}
+	fmt.Fprintf(w, "broker: clean shutdown (exit 0, %s/.kafka_cleanshutdown written)\n\n", r.broker.LogDir())
+	fmt.Fprintf(w, "summary (broker settings %s):\n", settings)
+	for _, l := range r.results {
+		fmt.Fprintln(w, l)
+	}
+	return nil
+}
+
+// oneLine is props as "k=v k=v ...", sorted, without the keys every launch
+// sets for itself (hostname, port, log.dir).
+func oneLine(props map[string]string) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		if k != "hostname" && k != "port" && k != "log.dir" {
+			kv = append(kv, k+"="+props[k])
+		}
+	}
+	return strings.Join(kv, " ")
+}
+
+// runner runs the perf tools against the broker.
+type runner struct {
+	w        io.Writer
+	bin, out string
+	broker   *kafkaproc.Process
+	settings string
+	results  []string
+}
+
+// tool runs `bin/kafka ARGS...`, keeps its output in out/NAME.out, and
+// prints the broker's CPU during it, the tool's tenth tables and its result
+// line.
+func (r *runner) tool(ctx context.Context, name string, extra []string, args ...string) error {
+	say(r.w, "%s: %s %s", name, r.bin, strings.Join(args, " "))
+	path := filepath.Join(r.out, name+".out")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	pid := strconv.Itoa(r.broker.Pid())
+	run0, wait0, _ := schedstat.Read(pid)
+	cmd := exec.CommandContext(ctx, r.bin, append(args, extra...)...)
+	cmd.Stdout, cmd.Stderr = f, f
+	err = cmd.Run()
+	f.Close()
+	if err != nil {
+		b, _ := os.ReadFile(path)
+		r.w.Write(b)
+		return fmt.Errorf("%s failed: %w (output in %s)", name, err, path)
+	}
+	run1, wait1, ok := schedstat.Read(pid)
+	if ok {
+		fmt.Fprintf(r.w, "broker during %s: %.3f s of CPU, %.3f s runnable but waiting for a CPU\n", name,
+			(run1 - run0).Seconds(), (wait1 - wait0).Seconds())
+	}
+	return r.report(name, path)
+}
+
+// report prints the tool's output from its "rate per tenth" table on, and
+// its result line as "NAME result: ... settings=SETTINGS".
+func (r *runner) report(name, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	tables := false
+	var result string
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case strings.HasPrefix(l, "result:"):
+			result = l + " settings=" + r.settings
+		case strings.HasPrefix(l, "rate per tenth"):
+			tables = true
+			fallthrough
+		case tables:
+			fmt.Fprintln(r.w, l)
+		}
+	}
+	if result == "" {
+		return fmt.Errorf("%s printed no result line (output in %s)", name, path)
+	}
+	fmt.Fprintf(r.w, "%s %s\n", name, result)
+	r.results = append(r.results, result)
+	return sc.Err()
+}
+
+// strace runs a 100,000-message batch-1 producer under `strace -f -c` and
+// prints its count of write system calls.
+func (r *runner) strace(ctx context.Context, size int) error {
+	if _, err := exec.LookPath("strace"); err != nil {
+		return errors.New("--strace needs strace (apt-get install -y strace)")
+	}
+	say(r.w, "strace: batch-1 producer, 100000 messages")
+	counts := filepath.Join(r.out, "strace.txt")
+	path := filepath.Join(r.out, "strace-producer.out")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "strace", "-f", "-c", "-e", "trace=write,sendto,sendmsg,writev", "-o", counts,
+		r.bin, "producer-perf", "--broker-list", r.broker.Addr(), "--topic", "perfstrace",
+		"--messages", "100000", "--message-size", strconv.Itoa(size), "--batch-size", "1", "--magic", "0")
+	cmd.Stdout, cmd.Stderr = f, f
+	start := time.Now()
+	err = cmd.Run()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("strace producer-perf: %w (output in %s)", err, path)
+	}
+	b, err := os.ReadFile(counts)
+	if err != nil {
+		return err
+	}
+	r.w.Write(b)
+	fmt.Fprintf(r.w, "(strace run took %.1f s; its rate means nothing, ptrace stops every system call)\n", time.Since(start).Seconds())
+	out, _ := os.ReadFile(path)
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "result:") {
+			fmt.Fprintf(r.w, "strace-producer1 %s settings=%s\n", l, r.settings)
+		}
+	}
+	return nil
+}
