@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
@@ -31,6 +32,7 @@ func openSend(batch int) func(dir string) (Op, error) {
 		}
 		cfg := producer.DefaultConfig()
 		cfg.BrokerList = "0:" + s.ln.Addr().String()
+		cfg.Magic = message.MagicV0 // the paper's format, as §5 measures it
 		p, err := producer.NewSync(cfg)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("hotpath: producer for %s: %w", cfg.BrokerList, err), s.close())
