@@ -4,18 +4,20 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
 
 // PlotThroughput draws figure 4 or 5: throughput (msg/s) against MB sent,
-// one solid line per system and batch size, as in the paper. The y axis is
+// one solid line per system and batch size, as in the paper, in the
+// system's colour (SystemColor); a batch other than 1 carries marks along
+// its line (batchGlyph). The y axis is
 // logarithmic so that a system three orders of magnitude slower still
 // shows. Each line is the rate over a moving window (see smooth); a window
 // in which nothing moved is marked with a cross on the bottom of the axis
@@ -63,8 +65,9 @@ func PlotThroughput(path, title string, tests []TestResult) error {
 
 	anyStall := false
 	for i, t := range tests {
-		col := plotutil.Color(i)
-		var thumb plot.Thumbnailer
+		col := SystemColor(t.System)
+		shape, marked := batchGlyph(t.Batch)
+		var thumb []plot.Thumbnailer
 		for _, seg := range lines[i] {
 			for j := range seg {
 				seg[j].Y = math.Max(seg[j].Y, floor)
@@ -78,7 +81,16 @@ func PlotThroughput(path, title string, tests []TestResult) error {
 			}
 			l.Color, l.Width = col, vg.Points(2)
 			p.Add(l)
-			thumb = l
+			thumb = []plot.Thumbnailer{l}
+		}
+		if marked && len(thumb) > 0 {
+			sc, err := plotter.NewScatter(marks(lines[i], 12))
+			if err != nil {
+				return fmt.Errorf("experiments: plot %s marks of %s: %w", path, t.Label(), err)
+			}
+			sc.GlyphStyle = glyphStyle(col, shape)
+			p.Add(sc)
+			thumb = append(thumb, sc)
 		}
 		if t.MsgPerS > 0 && t.MBSent > 0 {
 			avg, err := plotter.NewLine(plotter.XYs{{X: 0, Y: t.MsgPerS}, {X: t.MBSent, Y: t.MsgPerS}})
@@ -87,8 +99,16 @@ func PlotThroughput(path, title string, tests []TestResult) error {
 			}
 			avg.Color, avg.Width, avg.Dashes = col, vg.Points(1), []vg.Length{vg.Points(6), vg.Points(4)}
 			p.Add(avg)
+			if marked { // the batch's marks on its average too, at both ends
+				sc, err := plotter.NewScatter(plotter.XYs{{X: 0.04 * t.MBSent, Y: t.MsgPerS}, {X: 0.96 * t.MBSent, Y: t.MsgPerS}})
+				if err != nil {
+					return fmt.Errorf("experiments: plot %s average of %s: %w", path, t.Label(), err)
+				}
+				sc.GlyphStyle = glyphStyle(col, shape)
+				p.Add(sc)
+			}
 			if thumb == nil {
-				thumb = avg
+				thumb = []plot.Thumbnailer{avg}
 			}
 		}
 		if len(stalls[i]) > 0 {
@@ -124,13 +144,13 @@ func PlotThroughput(path, title string, tests []TestResult) error {
 // averages. A producer's average runs until the server holds every
 // message; when the client alone was much faster (our batch-50 producer
 // waits for the broker's last flush), both rates are given.
-func addLegend(leg *plot.Legend, t TestResult, thumb plot.Thumbnailer, producer bool) {
+func addLegend(leg *plot.Legend, t TestResult, thumb []plot.Thumbnailer, producer bool) {
 	name := t.Label()
 	if t.Error != "" {
 		name += " (FAILED)"
 	}
-	if thumb != nil {
-		leg.Add(name, thumb)
+	if len(thumb) > 0 {
+		leg.Add(name, thumb...)
 	} else {
 		leg.Add(name + " (no data)")
 	}
@@ -168,6 +188,19 @@ func throughputCaption(tests []TestResult, producer bool) string {
 	} else {
 		b.WriteString("Dashed: each test's average, from the subscription to the last message.")
 	}
+	b.WriteString(" Each system has one colour, the same in every figure")
+	var marked []string
+	for _, t := range tests {
+		if shape, ok := batchGlyph(t.Batch); ok && !slices.Contains(marked, fmt.Sprint(t.Batch)) {
+			name := "squares"
+			if _, tri := shape.(draw.TriangleGlyph); tri {
+				name = "triangles"
+			}
+			marked = append(marked, fmt.Sprint(t.Batch))
+			fmt.Fprintf(&b, "; %s mark a batch of %d", name, t.Batch)
+		}
+	}
+	b.WriteString(".")
 	var short []string
 	for _, t := range tests {
 		if n := len(t.Series); t.Seconds > 0 && t.Seconds < 1 && n > 0 {
@@ -184,6 +217,27 @@ func throughputCaption(tests []TestResult, producer bool) string {
 		}
 	}
 	return b.String()
+}
+
+// marks picks about n points spread evenly over a test's line segments,
+// where its batch's glyphs are drawn.
+func marks(segs []plotter.XYs, n int) plotter.XYs {
+	total := 0
+	for _, seg := range segs {
+		total += len(seg)
+	}
+	step := max(1, total/n)
+	var out plotter.XYs
+	k := step / 2
+	for _, seg := range segs {
+		for _, xy := range seg {
+			if k%step == 0 {
+				out = append(out, xy)
+			}
+			k++
+		}
+	}
+	return out
 }
 
 // split cuts a smoothed line where the rate is zero: the parts with

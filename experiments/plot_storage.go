@@ -10,7 +10,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 
@@ -71,16 +70,22 @@ func PlotStorage(path string, s *Summary, fig *paper.Figures) error {
 		ticks = append(ticks, tick)
 	}
 
+	// One bar chart per system, so that each bar has its system's colour.
 	w := vg.Points(70)
-	bc, err := plotter.NewBarChart(bars, w)
-	if err != nil {
-		return fmt.Errorf("experiments: plot %s: %w", path, err)
-	}
-	bc.Color = plotutil.Color(2)
-	bc.LineStyle.Width = 0
-	p.Add(bc)
 	leg := newSideLegend()
-	leg.Add("this run", bc)
+	for i, v := range bars {
+		bc, err := plotter.NewBarChart(plotter.Values{v}, w)
+		if err != nil {
+			return fmt.Errorf("experiments: plot %s: %w", path, err)
+		}
+		bc.XMin = float64(i)
+		bc.Color = SystemColor(names[i])
+		bc.LineStyle.Width = 0
+		p.Add(bc)
+		if _, measured := got[names[i]]; measured {
+			leg.Add(names[i]+", this run", bc)
+		}
+	}
 
 	valueStyle := fontSize(p.Y.Tick.Label, 11)
 	valueStyle.XAlign, valueStyle.YAlign = text.XCenter, text.YBottom

@@ -2,6 +2,8 @@ package experiments
 
 import (
 	"bytes"
+	"image"
+	"image/color"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -40,7 +42,8 @@ func TestPlotsAreRealPNGs(t *testing.T) {
 	checkPNG(t, sp)
 }
 
-func checkPNG(t *testing.T, path string) {
+// decodePNG reads the PNG at path.
+func decodePNG(t *testing.T, path string) image.Image {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -50,6 +53,12 @@ func checkPNG(t *testing.T, path string) {
 	if err != nil {
 		t.Fatalf("%s: not a PNG: %v", path, err)
 	}
+	return img
+}
+
+func checkPNG(t *testing.T, path string) {
+	t.Helper()
+	img := decodePNG(t, path)
 	if b := img.Bounds(); b.Dx() < 300 || b.Dy() < 200 {
 		t.Errorf("%s: %v is too small", path, b)
 	}
@@ -130,15 +139,7 @@ func TestFigureSizeAndCaption(t *testing.T) {
 	if err := PlotThroughput(p, "Producer", tests); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := img.Bounds(); b.Dx() != 1350 || b.Dy() != 825 {
+	if b := decodePNG(t, p).Bounds(); b.Dx() != 1350 || b.Dy() != 825 {
 		t.Errorf("figure is %v, want 1350x825 (9x5.5 in at 150 dpi)", b)
 	}
 	c := throughputCaption(tests, true)
@@ -147,5 +148,117 @@ func TestFigureSizeAndCaption(t *testing.T) {
 	}
 	if got := wrap(newSideLegend().TextStyle, "a b c", 1); len(got) != 3 {
 		t.Errorf("wrap = %q, want one word a line", got)
+	}
+}
+
+// Every figure draws a system in its one colour (SystemColor), whichever
+// other systems it shows and in whatever order: figure 4 with ActiveMQ
+// first, figure 5 with it last, and the storage bars. A system that is not
+// in a figure leaves no pixel of its colour there.
+func TestOneColourPerSystemInEveryFigure(t *testing.T) {
+	dir := t.TempDir()
+	series := func(rate float64) []Point {
+		var pts []Point
+		for i := 1; i <= 40; i++ {
+			pts = append(pts, Point{Seconds: float64(i) * 0.25, MB: float64(i) * 0.5, MsgPerS: rate})
+		}
+		return pts
+	}
+	test := func(system, kind string, batch int, rate float64) TestResult {
+		return TestResult{System: system, Test: kind, Batch: batch, Msgs: 100_000, MBSent: 20, Seconds: 10, MsgPerS: rate, Series: series(rate)}
+	}
+	fig4 := filepath.Join(dir, "fig4.png")
+	if err := PlotThroughput(fig4, "Producer", []TestResult{test("activemq", "producer", 1, 15000), test("kafka", "producer", 1, 300000),
+		test("kafka", "producer", 50, 2000000), test("rabbitmq", "producer", 1, 20000)}); err != nil {
+		t.Fatal(err)
+	}
+	fig5 := filepath.Join(dir, "fig5.png")
+	if err := PlotThroughput(fig5, "Consumer", []TestResult{test("kafka", "consumer", 0, 5000000), test("rabbitmq", "consumer", 0, 28000),
+		test("activemq", "consumer", 0, 12000)}); err != nil {
+		t.Fatal(err)
+	}
+	onlyTwo := filepath.Join(dir, "two.png")
+	if err := PlotThroughput(onlyTwo, "Consumer", []TestResult{test("rabbitmq", "consumer", 0, 28000), test("kafka", "consumer", 0, 5000000)}); err != nil {
+		t.Fatal(err)
+	}
+	storage := filepath.Join(dir, "storage.png")
+	s := &Summary{MessageSize: 200, Messages: 100_000, Systems: []SystemReport{
+		{Name: "rabbitmq", Storage: []Storage{{Messages: 10, BytesPerMessage: 404, OverheadBytes: 204}}},
+		{Name: "kafka", Storage: []Storage{{Messages: 10, BytesPerMessage: 209, OverheadBytes: 9}}},
+		{Name: "activemq", Storage: []Storage{{Messages: 10, BytesPerMessage: 780, OverheadBytes: 580}}},
+	}}
+	if err := PlotStorage(storage, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, fig := range []struct {
+		path string
+		in   []string
+		out  []string
+	}{
+		{fig4, []string{"kafka", "activemq", "rabbitmq"}, nil},
+		{fig5, []string{"kafka", "activemq", "rabbitmq"}, nil},
+		{onlyTwo, []string{"kafka", "rabbitmq"}, []string{"activemq"}},
+		{storage, []string{"kafka", "activemq", "rabbitmq"}, nil},
+	} {
+		counts := colourCounts(t, fig.path)
+		for _, sys := range fig.in {
+			if n := counts[SystemColor(sys)]; n < 50 {
+				t.Errorf("%s: %d pixels of %s's colour %v, want its lines or bar", filepath.Base(fig.path), n, sys, SystemColor(sys))
+			}
+		}
+		for _, sys := range fig.out {
+			if n := counts[SystemColor(sys)]; n != 0 {
+				t.Errorf("%s: %d pixels of %s's colour, but %s is not in it", filepath.Base(fig.path), n, sys, sys)
+			}
+		}
+	}
+	// The palette gives distinct colours, and an unknown system a stable one.
+	seen := map[color.RGBA]string{}
+	for _, sys := range []string{"kafka", "activemq", "rabbitmq"} {
+		if other, dup := seen[SystemColor(sys)]; dup {
+			t.Errorf("%s and %s share a colour", sys, other)
+		}
+		seen[SystemColor(sys)] = sys
+	}
+	if SystemColor("zeromq") != SystemColor("zeromq") {
+		t.Error("an unknown system's colour changes")
+	}
+	if _, clash := seen[SystemColor("zeromq")]; clash {
+		t.Error("an unknown system takes a known system's colour")
+	}
+}
+
+// colourCounts counts the pixels of each exact colour of a PNG.
+func colourCounts(t *testing.T, path string) map[color.RGBA]int {
+	t.Helper()
+	img := decodePNG(t, path)
+	counts := map[color.RGBA]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			counts[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	return counts
+}
+
+// No plot of experiments/ takes a colour by position (gonum's
+// plotutil.Color(i)): a colour comes from SystemColor.
+func TestNoColourByPosition(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files: %v", err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "plotutil.Color") {
+			t.Errorf("%s picks a colour by position (plotutil.Color); use SystemColor", f)
+		}
 	}
 }
