@@ -63,6 +63,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/log"
@@ -101,7 +102,8 @@ type Broker struct {
 
 	mem   *requestMemory // queued.max.request.bytes (memory.go)
 	lim   *limiters      // rate-limited warnings (ratelog.go)
-	spare *os.File       // a descriptor kept to shed one connection when out of them (limits.go)
+	spare *os.File       // a descriptor kept to refuse waiting clients when out of them (limits.go)
+	shed  atomic.Int64   // waiting clients refused so since the last log line
 
 	mu      sync.Mutex
 	closing bool

@@ -135,7 +135,8 @@ const bodyChunk = 1 << 20
 // A body of at most smallRequestBytes goes into the connection's own
 // buffer; a larger one waits for the broker's request memory budget
 // (memory.go) and is then read into a buffer of exactly n bytes, which
-// releaseBody gives back.
+// releaseBody gives back (without a budget, into a fresh buffer grown as
+// the bytes arrive, as 0.7 did).
 func (cn *conn) readBody(id int16, n int) ([]byte, error) {
 	var body []byte
 	if n <= smallRequestBytes {
@@ -147,6 +148,14 @@ func (cn *conn) readBody(id int16, n int) ([]byte, error) {
 		b, err := cn.b.mem.get(n, cn.b.stopping)
 		if err != nil {
 			return nil, err
+		}
+		if b == nil { // queued.max.request.bytes=-1
+			cn.armIdle(true)
+			body, _, err := protocol.ReadBody(cn.r, nil, n)
+			if err != nil {
+				return nil, fmt.Errorf("protocol: reading %d-byte %s body: %w", n, protocol.RequestName(id), err)
+			}
+			return body, nil
 		}
 		cn.big, body = b, b
 	}

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"syscall"
+	"time"
 )
 
 // Connection limits (docs/ROBUSTNESS.md). A connection over
@@ -16,9 +17,9 @@ import (
 // process's descriptor limit, read again at every accept, so that
 // connections cannot use up the descriptors segment files and ZooKeeper
 // need. If descriptors run out all the same, accept fails: the broker keeps
-// serving the connections it has, refuses one waiting client with a spare
-// descriptor kept for that (so clients are told no rather than left hanging
-// in the listen backlog), and logs once per interval.
+// serving the connections it has, refuses the clients waiting in the listen
+// backlog with a spare descriptor kept for that (so they are told no rather
+// than left hanging), and logs once per interval.
 
 // track records a new connection so Close can close it, or returns why it
 // is refused: the broker is closing, or a limit is reached.
@@ -93,33 +94,41 @@ func (b *Broker) connectionLimit() int {
 }
 
 // acceptFailed handles an accept error worth retrying. Out of descriptors,
-// it sheds one waiting connection with the spare descriptor, and logs once
-// per interval how many accepts failed.
+// it refuses the clients waiting in the backlog with the spare descriptor,
+// and logs once per interval how many accepts failed and how many clients
+// were refused.
 func (b *Broker) acceptFailed(err error) {
-	shed := false
 	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-		shed = b.shedOne()
+		b.shed.Add(int64(b.shedWaiting()))
 	}
 	if ok, held := b.lim.descriptors.allow(); ok {
 		b.log.Warn("accept failed; serving the connections already open", "err", err,
 			"connections", b.Connections(), "descriptorLimit", descriptorLimit(),
-			"shedOneWaitingClient", shed, "alsoFailedSinceLastLine", held)
+			"waitingClientsRefused", b.shed.Swap(0), "alsoFailedSinceLastLine", held)
 	}
 }
 
-// shedOne closes the spare descriptor, accepts one waiting connection with
-// it and closes that at once, then takes the spare back.
-func (b *Broker) shedOne() bool {
+// shedWaiting closes the spare descriptor and with it accepts and closes at
+// once every client waiting in the listen backlog (at most 1024; a short
+// deadline ends the loop when none is left), then takes the spare back. It
+// returns how many it refused.
+func (b *Broker) shedWaiting() int {
 	if b.spare == nil {
 		b.spare, _ = os.Open(os.DevNull)
-		return false
+		return 0
 	}
 	b.spare.Close()
 	b.spare = nil
-	c, err := b.ln.AcceptTCP()
-	if err == nil {
+	n := 0
+	for ; n < 1024; n++ {
+		b.ln.SetDeadline(time.Now().Add(5 * time.Millisecond))
+		c, err := b.ln.AcceptTCP()
+		if err != nil {
+			break
+		}
 		c.Close()
 	}
+	b.ln.SetDeadline(time.Time{})
 	b.spare, _ = os.Open(os.DevNull)
-	return err == nil
+	return n
 }

@@ -154,6 +154,24 @@ func TestRequestMemoryBudget(t *testing.T) {
 	}
 }
 
+// TestNoRequestMemoryBudget: queued.max.request.bytes=-1 reads a large
+// request as 0.7 did, into a buffer grown as it arrives, and stores it.
+func TestNoRequestMemoryBudget(t *testing.T) {
+	tb := startBroker(t, map[string]string{"queued.max.request.bytes": "-1"})
+	set := messageSet(0, 3000, 1000)
+	cl := dial(t, tb.Addr())
+	cl.produce("big", 0, set)
+	cl.sync()
+	tb.Flush("big", 0)
+	l, _ := tb.Logs().Get("big", 0)
+	if got, _ := l.ReadBytes(0, len(set)); !bytes.Equal(got, set) {
+		t.Fatalf("stored %d bytes, want the %d sent", len(got), len(set))
+	}
+	if st := tb.MemoryStats(); st.Peak != 0 || st.Budget != -1 {
+		t.Fatalf("memory %+v without a budget", st)
+	}
+}
+
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {

@@ -65,10 +65,11 @@ func newRequestMemory(budget int64) *requestMemory {
 
 // get returns a buffer of n bytes once the budget admits them, or an error
 // if stop is closed or the pool closes first. The buffer must be given back
-// with put.
+// with put. Without a budget it returns nil: the caller reads the body as
+// 0.7 did, into a buffer grown as the bytes arrive.
 func (m *requestMemory) get(n int, stop <-chan struct{}) ([]byte, error) {
 	if m.budget <= 0 {
-		return make([]byte, n), nil
+		return nil, nil
 	}
 	m.mu.Lock()
 	if m.closed {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -208,7 +209,7 @@ func TestFullDiskLeavesLogAsBefore(t *testing.T) {
 			for _, m := range readAll(t, l, 0, 64<<10) {
 				got = append(got, messageNumber(t, m.payload))
 			}
-			if !equalInts(got, accepted) {
+			if !slices.Equal(got, accepted) {
 				t.Fatalf("read %d messages, accepted %d", len(got), len(accepted))
 			}
 			for i, n := range got {
@@ -231,18 +232,6 @@ func messageNumber(t *testing.T, p string) int {
 		n = n*10 + int(p[i]-'0')
 	}
 	return n
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestProbeNeedsRoomForTheFailedWrite: the few bytes a failed write gives

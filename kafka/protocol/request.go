@@ -156,7 +156,7 @@ func ReadRequest(r io.Reader, buf []byte, maxSize int) (id int16, body []byte, n
 	if err != nil {
 		return id, nil, buf, err
 	}
-	body, buf, err = readBody(r, buf, n)
+	body, buf, err = ReadBody(r, buf, n)
 	if err != nil {
 		return id, nil, buf, fmt.Errorf("protocol: reading %d-byte %s body: %w", n, RequestName(id), err)
 	}
@@ -206,9 +206,11 @@ func ReadRequestHeader(r io.Reader, hdr []byte, maxSize int) (id int16, bodyLen 
 	return id, int(size - 2), nil
 }
 
-// readBody reads exactly n bytes into buf, growing it geometrically as data
-// arrives rather than trusting n up front.
-func readBody(r io.Reader, buf []byte, n int) ([]byte, []byte, error) {
+// ReadBody reads exactly n bytes into buf, growing it geometrically as data
+// arrives rather than trusting n up front, so a lying size field costs no
+// memory. It returns the bytes and the buffer (grown or not) to reuse; the
+// error is io.ErrUnexpectedEOF if r ends first.
+func ReadBody(r io.Reader, buf []byte, n int) (body []byte, newBuf []byte, err error) {
 	if cap(buf) >= n {
 		if _, err := io.ReadFull(r, buf[:n]); err != nil {
 			return nil, buf, io.ErrUnexpectedEOF
@@ -260,7 +262,7 @@ func ReadResponse(r io.Reader, buf []byte) (code ErrorCode, payload []byte, newB
 		return 0, nil, buf, fmt.Errorf("%w: response size field %d outside [2, %d]", ErrMalformed, size, MaxResponseSize)
 	}
 	code = ErrorCode(int16(binary.BigEndian.Uint16(hdr[4:])))
-	payload, buf, err = readBody(r, buf, int(size-2))
+	payload, buf, err = ReadBody(r, buf, int(size-2))
 	if err != nil {
 		return code, nil, buf, fmt.Errorf("protocol: reading %d-byte response payload: %w", size-2, err)
 	}
