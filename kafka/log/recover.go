@@ -159,14 +159,18 @@ func scanValid(f *os.File, size int64) (good int64, reason string, err error) {
 		if _, err := io.ReadFull(r, buf[message.LengthSize:total]); err != nil {
 			return good, "", err
 		}
+		// The message's structure, attributes and CRC, as Append checks
+		// them; and, since the CRC does not cover a magic-1 message's
+		// attributes, a wrapper must also decompress to whole messages (a
+		// flipped codec bit shows only there).
 		m := message.Message(buf[:total])
-		switch magic := m.Magic(); {
-		case magic != message.MagicV0 && magic != message.MagicV1:
-			return good, fmt.Sprintf("unknown magic %d", magic), nil
-		case magic == message.MagicV1 && n < message.HeaderSizeV1-message.LengthSize:
-			return good, fmt.Sprintf("magic-1 message length %d is too short", n), nil
-		case !m.Valid():
-			return good, "CRC mismatch", nil
+		if _, err := message.ValidateWhole(m); err != nil {
+			return good, err.Error(), nil
+		}
+		if m.Codec() != message.CodecNone {
+			if _, err := message.Decompress(m); err != nil {
+				return good, err.Error(), nil
+			}
 		}
 		good += int64(total)
 	}

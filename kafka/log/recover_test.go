@@ -177,3 +177,55 @@ func TestSegmentFileNames(t *testing.T) {
 		}
 	}
 }
+
+// A magic-1 message's CRC covers its payload only, not its attributes byte
+// (Kafka 0.7's format), so recovery checks that byte too: a flipped bit
+// above the two codec bits, or a codec bit that turns a plain message into
+// a "wrapper" that does not decompress, ends the good prefix there, as a
+// CRC mismatch would (paper §3.3).
+func TestRecoveryChecksMagic1Attributes(t *testing.T) {
+	const n, size = 8, 30
+	msgLen := message.Size(message.MagicV1, size) // 4 + 1 + 1 + 4 + 30 = 40
+	wrapped, err := message.Compress(message.CodecGzip, makeSet(100, 3, size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		damage func(b []byte)
+		keep   int // bytes kept
+	}{
+		{"intact, a gzip wrapper last", func(b []byte) {}, n*msgLen + len(wrapped)},
+		{"attributes bit above the codec", func(b []byte) { b[3*msgLen+5] ^= 0x5a }, 3 * msgLen},
+		{"codec none flipped to gzip", func(b []byte) { b[5*msgLen+5] ^= 0x01 }, 5 * msgLen},
+		{"codec none flipped to codec 3", func(b []byte) { b[2*msgLen+5] ^= 0x03 }, 2 * msgLen},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig()
+			l := openLog(t, dir, cfg, false)
+			var set []byte
+			for i := range n {
+				set = message.AppendV1(set, message.CodecNone, payload(i, size))
+			}
+			mustAppend(t, l, append(set, wrapped...))
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := lastSegmentPath(t, dir)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.damage(b)
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l2 := openLog(t, dir, cfg, true)
+			if got := l2.LogEndOffset(); got != int64(c.keep) {
+				t.Fatalf("after recovery LEO %d, want %d", got, c.keep)
+			}
+		})
+	}
+}

@@ -167,6 +167,12 @@ func TestFixedBytesCorruption(t *testing.T) {
 		{name: "N below magic 0's minimum", set: helloV0, at: 3, to: 4, want: ErrCorrupt, wantWhole: ErrCorrupt},
 		// N = 5 < 1 + 1 + 4: no room for magic, attributes and CRC.
 		{name: "N below magic 1's minimum", set: helloV1, at: 3, to: 5, want: ErrCorrupt, wantWhole: ErrCorrupt},
+		// The attributes byte (byte 5 of a magic-1 message) is outside the
+		// CRC, which covers the payload only, so Validate checks it on its
+		// own: 0x00 ^ 0x5a = 0x5a sets bits above the codec's two (0x03),
+		// and 0x03 names no codec (0 none, 1 gzip, 2 snappy).
+		{name: "attributes bit above the codec", set: helloV1, at: 5, to: 0x5a, want: ErrCorrupt, wantWhole: ErrCorrupt},
+		{name: "attributes codec 3", set: helloV1, at: 5, to: 0x03, want: ErrUnsupportedCodec, wantWhole: ErrUnsupportedCodec},
 		// N = 0x7f00000a: a message longer than the set is a partial tail
 		// (a fetch cut it), whole-message input is truncated.
 		{name: "N past the end", set: helloV0, at: 0, to: 0x7f, wantWhole: ErrTruncated},

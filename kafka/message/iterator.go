@@ -11,7 +11,8 @@ import (
 // middle of a message (docs/PROTOCOL.md §4), and the consumer keeps the whole messages
 // and fetches again from NextOffset of the last one. Err is then nil and
 // Remaining tells how many bytes were left over. Next stops with Err set on a
-// structurally impossible message (bad magic, N too small). It does not check
+// structurally impossible message (bad magic, N too small,
+// attribute bits other than the codec's, an unknown codec). It does not check
 // CRCs: call Message().Valid(), or use Validate.
 type Iterator struct {
 	set  []byte

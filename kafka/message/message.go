@@ -170,6 +170,18 @@ func checkHeader(set []byte, offset int64) (int, error) {
 		if n < minBodyV1 {
 			return 0, fmt.Errorf("%w: length %d < %d at offset %d", ErrCorrupt, n, minBodyV1, offset)
 		}
+		// The CRC covers the payload only (0.7's format), so the attributes
+		// byte is checked here: 0.7 uses its low two bits, for the codec,
+		// and nothing else. A flipped bit above them is corruption, and an
+		// unknown codec could never be read back.
+		if len(set) > LengthSize+1 {
+			switch a := set[LengthSize+1]; {
+			case a&^codecMask != 0:
+				return 0, fmt.Errorf("%w: attributes %#02x at offset %d set bits other than the codec's two", ErrCorrupt, a, offset)
+			case Codec(a) > CodecSnappy:
+				return 0, fmt.Errorf("%w: %v at offset %d", ErrUnsupportedCodec, Codec(a), offset)
+			}
+		}
 	default:
 		return 0, fmt.Errorf("%w %d at offset %d", ErrBadMagic, magic, offset)
 	}
