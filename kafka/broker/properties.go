@@ -1,6 +1,26 @@
 package broker
 
-import "strings"
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// LoadProperties reads a Java properties file (the format of parseProperties)
+// into a map, a later key overriding an earlier one. The clients' config
+// files (consumer.config, producer.config of the mirror maker) are read with
+// it.
+func LoadProperties(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("broker: properties file: %w", err)
+	}
+	out := map[string]string{}
+	for _, p := range parseProperties(string(data)) {
+		out[p.key] = p.value
+	}
+	return out, nil
+}
 
 // property is one key = value pair of a properties file; line is where it
 // started (1-based).

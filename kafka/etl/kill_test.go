@@ -12,25 +12,16 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
+	"github.com/kafkarepro/kafkarepro/kafka/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
-// buildKafka builds the kafka command into a temporary directory.
-func buildKafka(t *testing.T) string {
-	t.Helper()
-	script, err := zktest.Script() // scripts/zookeeper.sh: its grandparent is the module root
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "kafka")
-	cmd := exec.Command("go", "build", "-o", bin, "./kafka/cmd/kafka")
-	cmd.Dir = filepath.Dir(filepath.Dir(script))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./kafka/cmd/kafka: %v\n%s", err, out)
-	}
-	return bin
+func TestMain(m *testing.M) {
+	code := m.Run()
+	kafkabin.Remove()
+	os.Exit(code)
 }
 
 // TestIntegration_LoaderKilledTenTimes: `kafka load` is killed with SIGKILL
@@ -42,7 +33,7 @@ func TestIntegration_LoaderKilledTenTimes(t *testing.T) {
 	connect := zktest.Start(t)
 	b := brokertest.Start(t, 0, brokertest.Options{ZKConnect: connect,
 		Props: map[string]string{"num.partitions": "2", "log.flush.interval": "1000", "log.default.flush.interval.ms": "20"}})
-	bin := buildKafka(t)
+	bin := kafkabin.Build(t)
 	cfg := producer.DefaultConfig()
 	cfg.BrokerList = "0:" + b.HostPort()
 	p, err := producer.NewSync(cfg)

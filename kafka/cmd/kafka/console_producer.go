@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/kafkarepro/kafkarepro/kafka/audit"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
@@ -29,6 +31,9 @@ func consoleProducer(args []string, std stdio) error {
 	partition := fs.Int("partition", -1, "partition (-1: the broker picks)")
 	compress := fs.Bool("compress", false, "send each batch gzip-compressed in one wrapper message (--compression-codec gzip)")
 	codecName := fs.String("compression-codec", "none", "compress each batch into one wrapper: none, gzip or snappy (compression.codec)")
+	auditOn := fs.Bool("audit", false, "wrap each line in an audit envelope and publish per-window counts (paper §4; see kafka/audit)")
+	auditTopic := fs.String("audit-topic", "audit", "with --audit: the topic of the monitoring events")
+	auditWindow := fs.Duration("audit-window", time.Minute, "with --audit: the counting window")
 	magic := fs.Int("magic", 1, "message format: 1 as Kafka 0.7 writes (10 bytes of header), 0 the paper's (9 bytes)")
 	maxLine := fs.Int("max-message-size", 1000000, "longest line accepted (max.message.size)")
 	if err := parseFlags(fs, args); err != nil {
@@ -69,6 +74,19 @@ func consoleProducer(args []string, std stdio) error {
 		return err
 	}
 	defer p.Close()
+	var sender audit.Sender = p
+	if *auditOn {
+		ap, err := audit.NewProducer(p, audit.Config{Topic: *auditTopic, Window: *auditWindow})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := ap.Close(); err != nil {
+				fmt.Fprintf(std.Err, "console-producer: last audit events: %v\n", err)
+			}
+		}()
+		sender = ap
+	}
 
 	r := bufio.NewReaderSize(std.In, 64<<10)
 	var arena []byte  // the batch's bytes
@@ -84,7 +102,7 @@ func consoleProducer(args []string, std stdio) error {
 			msgs = append(msgs, arena[start:e])
 			start = e
 		}
-		err := p.Send(*topic, int32(*partition), msgs...)
+		err := sender.Send(*topic, int32(*partition), msgs...)
 		arena, ends = arena[:0], ends[:0]
 		return err
 	}
