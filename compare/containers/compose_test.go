@@ -22,8 +22,9 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare/rabbitmq"
 )
 
-// compose runs docker compose (v2 plugin) or docker-compose (v1) for one
-// project of docker-compose.yml.
+// compose runs Compose for one project of docker-compose.yml through
+// scripts/compose.sh, which picks docker compose (v2 plugin) or
+// docker-compose (v1), as it does for a user.
 type compose struct {
 	t       *testing.T
 	argv    []string // command and global flags
@@ -35,14 +36,13 @@ type compose struct {
 func newCompose(t *testing.T, repo, project string, env map[string]string) *compose {
 	t.Helper()
 	c := &compose{t: t, dir: repo, project: project, env: os.Environ()}
-	if exec.Command("docker", "compose", "version").Run() == nil {
-		c.argv = []string{"docker", "compose"}
-	} else if _, err := exec.LookPath("docker-compose"); err == nil {
-		c.argv = []string{"docker-compose"}
-	} else {
-		t.Skip("neither `docker compose` nor docker-compose is installed")
+	script := filepath.Join(repo, "scripts", "compose.sh")
+	which, err := exec.Command("bash", script, "--which").CombinedOutput()
+	if err != nil {
+		t.Skipf("%s", strings.TrimSpace(string(which)))
 	}
-	c.argv = append(c.argv, "-p", project, "-f", filepath.Join(repo, "docker-compose.yml"))
+	t.Logf("compose: %s (chosen by scripts/compose.sh)", strings.TrimSpace(string(which)))
+	c.argv = []string{"bash", script, "-p", project, "-f", filepath.Join(repo, "docker-compose.yml")}
 	for k, v := range env {
 		c.env = append(c.env, k+"="+v)
 	}
@@ -264,5 +264,42 @@ func TestIntegration_Compose(t *testing.T) {
 	t.Logf("compose down -v in %s", time.Since(began).Round(time.Second))
 	if left := c.leftovers(); len(left) > 0 {
 		t.Errorf("compose down -v left %v", left)
+	}
+}
+
+// scripts/compose.sh runs `docker compose` where the plugin answers, else
+// docker-compose, else fails naming both: tried with stand-in commands on
+// an otherwise empty PATH.
+func TestComposeScriptPicksWhatIsInstalled(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script := filepath.Join(repoDir(t), "scripts", "compose.sh")
+	for _, tc := range []struct {
+		name  string
+		stubs map[string]string // command name -> script body
+		want  string            // output of --which; "" means it must fail
+	}{
+		{"plugin", map[string]string{"docker": "exit 0", "docker-compose": "exit 0"}, "docker compose"},
+		{"standalone only", map[string]string{"docker": `[ "$1" = compose ] && { echo "docker: unknown command: docker compose" >&2; exit 1; }; exit 0`, "docker-compose": "exit 0"}, "docker-compose"},
+		{"neither", map[string]string{"docker": "exit 1"}, ""},
+	} {
+		dir := t.TempDir()
+		for name, body := range tc.stubs {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte("#!"+bash+"\n"+body+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(bash, script, "--which")
+		cmd.Env = []string{"PATH=" + dir}
+		out, err := cmd.CombinedOutput()
+		got := strings.TrimSpace(string(out))
+		switch {
+		case tc.want == "" && (err == nil || !strings.Contains(got, "neither `docker compose`")):
+			t.Errorf("%s: --which = %q, %v; want a failure naming both", tc.name, got, err)
+		case tc.want != "" && (err != nil || got != tc.want):
+			t.Errorf("%s: --which = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
 	}
 }
