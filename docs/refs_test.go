@@ -16,6 +16,7 @@ var documents = []string{
 	"docs/DESIGN.md",
 	"docs/PROTOCOL.md",
 	"docs/PERFORMANCE.md",
+	"docs/ROBUSTNESS.md",
 	"paper/CLAIMS.md",
 	"results/README.md",
 	"docker/README.md",
