@@ -35,8 +35,7 @@ func (cn *conn) handleAckedProduce(body []byte) error {
 				res.Offset, res.Partition = r.off, r.p.TopicPartition().Partition
 				waits[i], ends[i] = r.p, r.end
 			} else if err != nil {
-				cn.b.log.Warn("acked produce refused", "remote", cn.remote, "topic", p.Topic,
-					"partition", p.Partition, "code", code, "err", err)
+				cn.logRefused("acked produce refused", p, p.Partition, err, "code", code)
 			}
 		} else {
 			res.Partition, res.Offset, res.Error = cn.produceUnreplicated(p, a.Acks != protocol.AcksNone)
@@ -72,7 +71,7 @@ func (cn *conn) produceUnreplicated(p *protocol.ProduceRequest, writeOut bool) (
 	}
 	l, err := cn.logFor(p.Topic, part, p.Messages)
 	if err != nil {
-		cn.b.log.Warn("acked produce refused", "remote", cn.remote, "topic", p.Topic, "partition", part, "err", err)
+		cn.logRefused("acked produce refused", p, part, err)
 		return part, -1, appendCode(err)
 	}
 	off, err := l.Append(p.Messages)
@@ -80,7 +79,7 @@ func (cn *conn) produceUnreplicated(p *protocol.ProduceRequest, writeOut bool) (
 		err = l.WriteOut()
 	}
 	if err != nil {
-		cn.b.log.Warn("acked produce refused", "remote", cn.remote, "topic", p.Topic, "partition", part, "err", err)
+		cn.logRefused("acked produce refused", p, part, err)
 		return part, -1, appendCode(err)
 	}
 	return part, off, protocol.ErrNone
@@ -93,6 +92,8 @@ func appendCode(err error) protocol.ErrorCode {
 		return protocol.ErrInvalidMessage
 	case errors.Is(err, log.ErrInvalidTopic), errors.Is(err, log.ErrInvalidPartition):
 		return protocol.ErrUnknownTopicOrPartition
+	case errors.Is(err, log.ErrStorage):
+		return protocol.ErrKafkaStorage
 	}
 	return protocol.ErrUnknown
 }

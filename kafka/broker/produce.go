@@ -29,8 +29,7 @@ func (cn *conn) produce(p *protocol.ProduceRequest) {
 		// docs/PROTOCOL.md §10: a 0.7 PRODUCE to a replicated topic is an
 		// acks=0 produce, appended where this broker leads the partition.
 		if _, code, err := cn.produceReplica(p, protocol.AcksNone); code != protocol.ErrNone {
-			cn.b.log.Warn("produce to a replicated partition dropped", "remote", cn.remote,
-				"topic", p.Topic, "partition", p.Partition, "bytes", len(p.Messages), "code", code, "err", err)
+			cn.logRefused("produce to a replicated partition dropped", p, p.Partition, err, "code", code)
 		}
 		return
 	}
@@ -40,23 +39,27 @@ func (cn *conn) produce(p *protocol.ProduceRequest) {
 	}
 	l, err := cn.logFor(p.Topic, part, p.Messages)
 	if err != nil {
-		if ok, held := cn.b.lim.dropped.allow(); ok {
-			cn.b.log.Warn("produce request dropped", "remote", cn.remote,
-				"topic", p.Topic, "partition", p.Partition, "bytes", len(p.Messages), "err", err, "alsoDroppedSinceLastLine", held)
-		}
+		cn.logRefused("produce request dropped", p, p.Partition, err)
 		return
 	}
 	if _, err := l.Append(p.Messages); err != nil {
-		// A partition with a storage error refuses every set until it
-		// heals; the log said so once, at ERROR, as it failed.
-		lim := &cn.b.lim.dropped
-		if errors.Is(err, log.ErrStorage) {
-			lim = &cn.b.lim.storage
-		}
-		if ok, held := lim.allow(); ok {
-			cn.b.log.Warn("message set refused", "remote", cn.remote,
-				"topic", p.Topic, "partition", part, "bytes", len(p.Messages), "err", err, "alsoRefusedSinceLastLine", held)
-		}
+		cn.logRefused("message set refused", p, part, err)
+	}
+}
+
+// logRefused logs, rate-limited (ratelog.go), a message set that was not
+// appended, with what was wrong. A partition with a storage error refuses
+// every set until it heals, and the log said so once, at ERROR, as it
+// failed; those refusals have their own limiter, so they do not hide the
+// other kinds.
+func (cn *conn) logRefused(msg string, p *protocol.ProduceRequest, partition int32, err error, attrs ...any) {
+	lim := &cn.b.lim.dropped
+	if errors.Is(err, log.ErrStorage) {
+		lim = &cn.b.lim.storage
+	}
+	if ok, held := lim.allow(); ok {
+		cn.b.log.Warn(msg, append([]any{"remote", cn.remote, "topic", p.Topic, "partition", partition,
+			"bytes", len(p.Messages), "err", err, "alsoRefusedSinceLastLine", held}, attrs...)...)
 	}
 }
 

@@ -393,3 +393,29 @@ func TestRetentionRunsWhileFailed(t *testing.T) {
 		t.Fatalf("DeleteOldSegments while failed: %d deleted, %v", n, err)
 	}
 }
+
+// TestFailedPartitionExposesWhatItsFilesHold: sets written to the file
+// before the failure are still fsynced and made readable while the
+// partition is failed; only the buffer waits for the partition to heal.
+func TestFailedPartitionExposesWhatItsFilesHold(t *testing.T) {
+	d := &disk{free: 1 << 30}
+	l := openOnDisk(t, t.TempDir(), testConfig(), d)
+	direct := makeSet(0, 100, 1000) // written straight to the file
+	mustAppend(t, l, direct)
+	small := makeSet(100, 1, 1000) // buffered
+	mustAppend(t, l, small)
+	d.set(func(d *disk) { d.free = 0 })
+	if _, err := l.Append(makeSet(101, 100, 1000)); !errors.Is(err, ErrStorage) {
+		t.Fatalf("append on a full disk: %v", err)
+	}
+	if err := l.Flush(); !errors.Is(err, ErrStorage) {
+		t.Fatalf("flush while failed: %v, want ErrStorage", err)
+	}
+	if l.HighWaterMark() != int64(len(direct)) {
+		t.Fatalf("HWM %d while failed, want %d: the set in the file", l.HighWaterMark(), len(direct))
+	}
+	checkMessages(t, readAll(t, l, 0, 1<<20), 0, 0, 100, 1000)
+	d.set(func(d *disk) { d.free = 1 << 30 })
+	mustFlush(t, l)
+	checkMessages(t, readAll(t, l, 0, 1<<20), 0, 0, 101, 1000)
+}

@@ -258,7 +258,10 @@ func (l *Log) Flush() error {
 }
 
 // flush is Flush. A failed partition first probes (at most once per
-// storageRetryInterval, or now with force) and flushes only once healed.
+// storageRetryInterval, or now with force); until it heals, the buffer
+// stays unwritten, but what the files already hold (whole sets written
+// before the failure) is still fsynced and exposed, and the refusal is
+// returned. After a failed fsync nothing more is done.
 func (l *Log) flush(force bool) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -266,17 +269,25 @@ func (l *Log) flush(force bool) error {
 	// Under the append lock only long enough to write out the buffer (one
 	// write) and note the size S to publish.
 	l.mu.Lock()
-	if err := l.healLocked(force); err != nil {
+	refusal := l.healLocked(force)
+	if refusal != nil && l.failed.fatal {
 		l.mu.Unlock()
-		return err
+		return refusal
 	}
 	segs := *l.segs.Load()
-	if err := l.drainLocked(segs[len(segs)-1], 0); err != nil {
-		l.mu.Unlock()
-		return err
+	active := segs[len(segs)-1]
+	if refusal == nil {
+		refusal = l.drainLocked(active, 0) // on error the partition fails, the buffer stays
 	}
 	target := l.leo.Load()
+	if refusal != nil {
+		target = active.start + l.written // what the files hold
+	}
 	hwm := l.hwm.Load()
+	if target <= hwm {
+		l.mu.Unlock()
+		return refusal
+	}
 	toSync := l.toSync[:0]
 	for i := len(segs) - 1; i >= 0 && segs[i].end() > hwm; i-- {
 		segs[i].acquire() // always succeeds: the list still holds it
@@ -301,7 +312,7 @@ func (l *Log) flush(force bool) error {
 	}
 	// §3.1: messages are only exposed to consumers after they are flushed.
 	l.raiseHighWaterMark(target)
-	return nil
+	return refusal
 }
 
 // raiseHighWaterMark moves the high-water mark forward to hw, never back.

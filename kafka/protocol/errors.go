@@ -35,6 +35,10 @@ const (
 	ErrStaleLeaderEpoch             ErrorCode = 13 // the leader epoch is older than the one this broker knows
 	ErrNotEnoughReplicas            ErrorCode = 19 // acks=-1 and the ISR is smaller than min.insync.replicas: not appended
 	ErrNotEnoughReplicasAfterAppend ErrorCode = 20 // appended, but the ISR shrank below min.insync.replicas before it was committed
+	// ErrKafkaStorage is later Kafka's KAFKA_STORAGE_ERROR: the partition's
+	// log refuses appends after a storage error (a full disk; log.ErrStorage)
+	// until it heals. The set was not appended; retrying later may succeed.
+	ErrKafkaStorage ErrorCode = 56
 )
 
 // Error returns a readable name for the code.
@@ -72,6 +76,8 @@ func (c ErrorCode) Error() string {
 		return "kafka: not enough in-sync replicas (19)"
 	case ErrNotEnoughReplicasAfterAppend:
 		return "kafka: not enough in-sync replicas after append (20)"
+	case ErrKafkaStorage:
+		return "kafka: storage error on the broker, not appended (56)"
 	}
 	return fmt.Sprintf("kafka: unexpected error code %d", int16(c))
 }
@@ -82,7 +88,7 @@ func (c ErrorCode) Error() string {
 func (c ErrorCode) Retriable() bool {
 	switch c {
 	case ErrUnknownTopicOrPartition, ErrLeaderNotAvailable, ErrNotLeaderForPartition, ErrRequestTimedOut,
-		ErrNotEnoughReplicas, ErrNotEnoughReplicasAfterAppend:
+		ErrNotEnoughReplicas, ErrNotEnoughReplicasAfterAppend, ErrKafkaStorage:
 		return true
 	}
 	return false

@@ -164,14 +164,20 @@ func (p *Partition) Append(set []byte, acks int16) (offset, end int64, code prot
 	}
 	offset, err = p.log.Append(set)
 	if err != nil {
-		if errors.Is(err, log.ErrInvalidMessage) {
+		switch {
+		case errors.Is(err, log.ErrInvalidMessage):
 			return -1, -1, protocol.ErrInvalidMessage, err
+		case errors.Is(err, log.ErrStorage):
+			return -1, -1, protocol.ErrKafkaStorage, err
 		}
 		return -1, -1, protocol.ErrUnknown, err
 	}
 	end = offset + int64(len(set))
 	if acks != protocol.AcksNone {
 		if err := p.log.WriteOut(); err != nil {
+			if errors.Is(err, log.ErrStorage) {
+				return -1, -1, protocol.ErrKafkaStorage, err
+			}
 			return -1, -1, protocol.ErrUnknown, err
 		}
 	}
