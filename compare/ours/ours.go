@@ -202,7 +202,7 @@ func (s *System) Consume(ctx context.Context, spec compare.ConsumeSpec) (compare
 		if ctx.Err() != nil {
 			return compare.Result{Messages: got}, fmt.Errorf("ours: consume %s at offset %d after %d messages: %w", spec.Topic, off, got, ctx.Err())
 		}
-		set, err := sc.Fetch(spec.Topic, 0, off, FetchSize)
+		set, err := sc.FetchAhead(spec.Topic, 0, off, FetchSize)
 		if err != nil {
 			return compare.Result{Messages: got}, fmt.Errorf("ours: consume %s after %d messages: %w", spec.Topic, got, err)
 		}

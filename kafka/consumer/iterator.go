@@ -33,7 +33,8 @@ const (
 //
 // Steady-state iteration allocates nothing per message: the payload
 // aliases the consumer's fetch buffer and is valid until the next call to
-// Next.
+// Next. While it walks a full fetch the next one is already on its way
+// (SimpleConsumer.FetchAhead).
 type PartitionIterator struct {
 	c         *SimpleConsumer
 	topic     string
@@ -149,7 +150,7 @@ func (p *PartitionIterator) Poll() bool {
 // one ended; got reports whether it holds at least one whole message.
 func (p *PartitionIterator) fetch() (got bool, err error) {
 	from := p.fetchOffset()
-	set, err := p.c.Fetch(p.topic, p.partition, from, p.fetchSize)
+	set, err := p.c.FetchAhead(p.topic, p.partition, from, p.fetchSize)
 	if err != nil {
 		return false, err
 	}

@@ -27,9 +27,17 @@ import (
 // DefaultFetchSize is 0.7's fetch.size (300 KiB).
 const DefaultFetchSize = 300 * 1024
 
+// ReceiveBuffer is the socket receive buffer a SimpleConsumer asks for
+// (SO_RCVBUF; the kernel caps it at net.core.rmem_max): room for several
+// fetches, so that the answer to a fetch sent ahead (FetchAhead) arrives
+// whole while the last one is checked, instead of stopping the broker's
+// sendfile(2) when a small buffer fills (docs/PERFORMANCE.md, the consumer).
+const ReceiveBuffer = 4 << 20
+
 // SimpleConsumer is one connection to one broker. It is not safe for
-// concurrent use: one request is in flight at a time, and the bytes a fetch
-// returns alias a buffer reused by the next call.
+// concurrent use, and the bytes a fetch returns alias a buffer reused by
+// the next call. One request is in flight at a time, except that FetchAhead
+// sends the next FETCH before the caller has finished with the last answer.
 type SimpleConsumer struct {
 	addr    string
 	timeout time.Duration
@@ -37,6 +45,10 @@ type SimpleConsumer struct {
 	wbuf    []byte // the framed request
 	rbuf    []byte // the last response payload
 	results []FetchResult
+	// ahead is the FETCH that FetchAhead sent and whose answer is still
+	// unread (valid when inFlight); wbuf holds it framed.
+	ahead    protocol.FetchRequest
+	inFlight bool
 }
 
 // NewSimpleConsumer returns a consumer for the broker at addr (host:port).
@@ -51,6 +63,7 @@ func (c *SimpleConsumer) Addr() string { return c.addr }
 
 // Close closes the connection; the consumer reconnects if used again.
 func (c *SimpleConsumer) Close() error {
+	c.inFlight = false
 	if c.conn == nil {
 		return nil
 	}
@@ -67,10 +80,20 @@ func (c *SimpleConsumer) Close() error {
 // consumer has caught up. If not even the first message fits in maxSize the
 // error wraps ErrMessageTooLarge; if the bytes at offset are not a message
 // header (the offset falls inside a message), ErrNotMessageStart.
+//
+// If FetchAhead sent this same fetch ahead, Fetch reads its answer
+// instead of asking again.
 func (c *SimpleConsumer) Fetch(topic string, partition int32, offset int64, maxSize int32) ([]byte, error) {
 	req := protocol.FetchRequest{Topic: topic, Partition: partition, Offset: offset, MaxSize: maxSize}
-	c.wbuf = req.AppendTo(c.wbuf[:0])
-	code, payload, err := c.roundTrip()
+	var code protocol.ErrorCode
+	var payload []byte
+	var err error
+	if c.inFlight && c.ahead == req {
+		code, payload, err = c.receive()
+	} else {
+		c.wbuf = req.AppendTo(c.wbuf[:0])
+		code, payload, err = c.roundTrip()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("consumer: fetch %s-%d at offset %d from %s: %w", topic, partition, offset, c.addr, err)
 	}
@@ -204,31 +227,106 @@ func (c *SimpleConsumer) MultiFetch(fetches []protocol.FetchRequest) ([]FetchRes
 	return c.results, nil
 }
 
+// FetchAhead is Fetch for a consumer reading a partition in order: when
+// the answer fills maxSize (the broker has more), it sends at once the
+// fetch that starts where the answer's whole messages end, so that the
+// broker sends the next answer while the caller checks this one's CRCs,
+// and the FetchAhead that asks for it finds it on its way
+// (docs/PERFORMANCE.md, the consumer). Where the next fetch starts needs
+// only the messages' lengths, not their CRCs. A request other than that
+// fetch first reads and drops the answer: reading out of order costs one
+// wasted fetch.
+func (c *SimpleConsumer) FetchAhead(topic string, partition int32, offset int64, maxSize int32) ([]byte, error) {
+	set, err := c.Fetch(topic, partition, offset, maxSize)
+	if err == nil && len(set) == int(maxSize) {
+		if whole, _ := wholePrefix(set); whole > 0 {
+			c.prefetch(topic, partition, offset+int64(whole), maxSize)
+		}
+	}
+	return set, err
+}
+
+// prefetch sends a FETCH without reading its answer. A failed send is not
+// reported: the Fetch that follows asks again.
+func (c *SimpleConsumer) prefetch(topic string, partition int32, offset int64, maxSize int32) {
+	c.drain()
+	c.ahead = protocol.FetchRequest{Topic: topic, Partition: partition, Offset: offset, MaxSize: maxSize}
+	c.wbuf = c.ahead.AppendTo(c.wbuf[:0])
+	c.inFlight = c.send() == nil
+}
+
 // roundTrip writes c.wbuf with one write and reads one response into
 // c.rbuf. An I/O failure closes the connection and is retried once on a
 // fresh one (every request here is a read, so repeating it is harmless).
 func (c *SimpleConsumer) roundTrip() (protocol.ErrorCode, []byte, error) {
+	c.drain()
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
-		if c.conn == nil {
-			d := net.Dialer{Timeout: c.timeout}
-			if c.conn, err = d.Dial("tcp", c.addr); err != nil {
-				c.conn = nil
-				continue
-			}
-		}
-		if c.timeout > 0 {
-			_ = c.conn.SetDeadline(time.Now().Add(c.timeout))
-		}
-		if _, err = c.conn.Write(c.wbuf); err == nil {
+		if err = c.send(); err == nil {
 			var code protocol.ErrorCode
 			var payload []byte
-			code, payload, c.rbuf, err = protocol.ReadResponse(c.conn, c.rbuf)
-			if err == nil {
+			if code, payload, err = c.read(); err == nil {
 				return code, payload, nil
 			}
 		}
 		_ = c.Close()
 	}
 	return 0, nil, err
+}
+
+// send writes c.wbuf with one write, dialling first if there is no
+// connection. The deadline it sets covers the answer too.
+func (c *SimpleConsumer) send() error {
+	if c.conn == nil {
+		d := net.Dialer{Timeout: c.timeout}
+		conn, err := d.Dial("tcp", c.addr)
+		if err != nil {
+			return err
+		}
+		c.conn = conn
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(ReceiveBuffer)
+		}
+	}
+	if c.timeout > 0 {
+		_ = c.conn.SetDeadline(time.Now().Add(c.timeout))
+	}
+	if _, err := c.conn.Write(c.wbuf); err != nil {
+		_ = c.Close()
+		return err
+	}
+	return nil
+}
+
+// read reads one response into c.rbuf.
+func (c *SimpleConsumer) read() (code protocol.ErrorCode, payload []byte, err error) {
+	code, payload, c.rbuf, err = protocol.ReadResponse(c.conn, c.rbuf)
+	return code, payload, err
+}
+
+// receive reads the answer to the fetch sent ahead (still framed in
+// c.wbuf); if that fails it asks again with roundTrip.
+func (c *SimpleConsumer) receive() (protocol.ErrorCode, []byte, error) {
+	c.inFlight = false
+	if c.timeout > 0 {
+		_ = c.conn.SetDeadline(time.Now().Add(c.timeout))
+	}
+	if code, payload, err := c.read(); err == nil {
+		return code, payload, nil
+	}
+	_ = c.Close()
+	return c.roundTrip()
+}
+
+// drain reads and drops the answer of a fetch sent ahead that nobody
+// asked for; on
+// failure it closes the connection, which drops it too.
+func (c *SimpleConsumer) drain() {
+	if !c.inFlight {
+		return
+	}
+	c.inFlight = false
+	if _, _, err := c.read(); err != nil {
+		_ = c.Close()
+	}
 }

@@ -18,9 +18,10 @@ import (
 // one partition whose first byte is at offset start, like the real broker:
 // raw bytes from the offset, at most maxSize, cut anywhere.
 type memBroker struct {
-	mu    sync.Mutex
-	start int64
-	log   []byte
+	mu      sync.Mutex
+	start   int64
+	log     []byte
+	fetches int // FETCH requests served
 }
 
 func (b *memBroker) append(set []byte) {
@@ -76,6 +77,9 @@ func (b *memBroker) handle(c net.Conn) {
 		out = out[:0]
 		switch r := req.(type) {
 		case protocol.FetchRequest:
+			b.mu.Lock()
+			b.fetches++
+			b.mu.Unlock()
 			code, set := b.read(r)
 			out = protocol.AppendResponseHeader(out, len(set), code)
 			out = append(out, set...)
@@ -315,5 +319,67 @@ func TestFetchAtAnOffsetInsideAMessage(t *testing.T) {
 	res, err := c.MultiFetch([]protocol.FetchRequest{{Topic: "t", Offset: 17, MaxSize: 1000}, {Topic: "t", Offset: 0, MaxSize: 1000}})
 	if err != nil || !errors.Is(res[0].Err, ErrNotMessageStart) || res[1].Err != nil {
 		t.Fatalf("multifetch: %v, %v", res, err)
+	}
+}
+
+// TestFetchAhead: a full answer sends the fetch that follows it at once,
+// and that fetch is answered once, to the Fetch that asks for it; any other
+// request first drops its answer and gets its own.
+func TestFetchAhead(t *testing.T) {
+	b := &memBroker{log: setOf(0, 100)} // 21-byte messages
+	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
+	defer c.Close()
+	served := func() int { b.mu.Lock(); defer b.mu.Unlock(); return b.fetches }
+	// 1000 bytes hold 47 whole messages (987 bytes): the next fetch is at 987.
+	set, err := c.FetchAhead("t", 0, 0, 1000)
+	if err != nil || !bytes.Equal(set, b.log[:1000]) || !c.inFlight || c.ahead.Offset != 987 {
+		t.Fatalf("FetchAhead at 0: %d bytes, %v, ahead %v at %d (want 1000 bytes and 987 ahead)", len(set), err, c.inFlight, c.ahead.Offset)
+	}
+	set, err = c.Fetch("t", 0, 987, 1000)
+	if err != nil || !bytes.Equal(set, b.log[987:1987]) || served() != 2 || c.inFlight {
+		t.Fatalf("the fetch sent ahead: %d bytes, %v, %d fetches served (want 1000 bytes, 2)", len(set), err, served())
+	}
+	// An answer shorter than the fetch size (caught up) sends nothing ahead.
+	if set, err = c.FetchAhead("t", 0, 1974, 1000); err != nil || len(set) != 126 || c.inFlight {
+		t.Fatalf("FetchAhead at the end: %v, ahead %v", err, c.inFlight)
+	}
+	// A fetch at another offset, then OFFSETS, after an unused fetch ahead.
+	c.FetchAhead("t", 0, 0, 1000)
+	if set, err = c.Fetch("t", 0, 42, 42); err != nil || !bytes.Equal(set, b.log[42:84]) {
+		t.Fatalf("fetch after an unused fetch ahead: %q, %v", set, err)
+	}
+	c.FetchAhead("t", 0, 0, 1000)
+	if o, err := c.LatestOffset("t", 0); err != nil || o != int64(len(b.log)) {
+		t.Fatalf("offsets after an unused fetch ahead: %d, %v", o, err)
+	}
+	if served() != 8 { // 3, then 2 + the one at 42, then 2
+		t.Fatalf("%d fetches served, want 8", served())
+	}
+	// A fetch ahead whose connection broke is asked again.
+	c.FetchAhead("t", 0, 0, 1000)
+	c.conn.Close()
+	if set, err = c.Fetch("t", 0, 987, 1000); err != nil || !bytes.Equal(set, b.log[987:1987]) {
+		t.Fatalf("fetch ahead on a broken connection: %d bytes, %v", len(set), err)
+	}
+}
+
+// TestIteratorFetchesAhead: a partition read in order takes every full
+// fetch's successor from a fetch sent ahead, and asks for each offset once.
+func TestIteratorFetchesAhead(t *testing.T) {
+	b := &memBroker{log: setOf(0, 1000)}
+	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
+	defer c.Close()
+	it := NewPartitionIterator(c, "t", 0, 0, 1000)
+	for i := range 1000 {
+		if !it.Next(context.Background()) || !bytes.Equal(it.Payload(), payloadN(i)) {
+			t.Fatalf("message %d: %q, %v", i, it.Payload(), it.Err())
+		}
+	}
+	b.mu.Lock()
+	served := b.fetches
+	b.mu.Unlock()
+	whole := 1000 / message.SizeV0(len(payloadN(0))) * message.SizeV0(len(payloadN(0)))
+	if want := (len(b.log) + whole - 1) / whole; served != want || it.Fetches() != int64(want) {
+		t.Fatalf("%d fetches served, %d made, want %d (one per %d bytes)", served, it.Fetches(), want, whole)
 	}
 }
