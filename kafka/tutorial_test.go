@@ -69,18 +69,21 @@ func TestIntegration_Tutorial(t *testing.T) {
 			t.Errorf("output lacks %q (from a text block)", line)
 		}
 	}
-	for _, want := range []string{"my test message 1\n", "my test message 2\n", `Created topic "test"`,
-		`Created topic "my-replicated-topic": 3 partitions on 3 brokers`} {
+	for _, want := range []string{"my message 1\n", "my message 2\n", `Created topic "test"`,
+		`Created topic "my-topic": 3 partitions on 3 brokers`,
+		`Created topic "my-replicated-topic": 1 partition with replication factor 3`,
+		"Topic:my-replicated-topic\tPartitionCount:1\tReplicationFactor:3\tConfigs:\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
 	// The offset checker: every partition with data has been consumed to its end.
-	row := regexp.MustCompile(`(?m)^tutorial\s+my-replicated-topic\s+(\d+-\d+)\s+(\S+)\s+(\S+)\s+(\S+)`)
+	row := regexp.MustCompile(`(?m)^tutorial\s+my-topic\s+(\d+-\d+)\s+(\S+)\s+(\S+)\s+(\S+)`)
 	rows := row.FindAllStringSubmatch(out, -1)
 	if len(rows) != 3 {
-		t.Errorf("offset checker shows %d partitions of my-replicated-topic, want 3", len(rows))
+		t.Errorf("offset checker shows %d partitions of my-topic, want 3", len(rows))
 	}
+	checkReplicatedStep(t, out)
 	for _, r := range rows {
 		if r[3] != "0" && r[2] != r[3] {
 			t.Errorf("partition %s: committed %s, log end %s, lag %s: not consumed to the end", r[1], r[2], r[3], r[4])
@@ -217,5 +220,32 @@ func TestTutorialFences(t *testing.T) {
 	}
 	if len(text) != 2 || text[0] != "out 1" || text[1] != "out 2" {
 		t.Errorf("text lines = %q", text)
+	}
+}
+
+// checkReplicatedStep checks the replicated topic's part of the tutorial (step 7, docs/PROTOCOL.md §10): three
+// describes in the textbook's format — all three in the ISR, then a new leader with the killed one gone from
+// the ISR but not from the replicas, then all three again — and both messages read before and after the kill.
+func checkReplicatedStep(t *testing.T, out string) {
+	t.Helper()
+	line := regexp.MustCompile(`(?m)^\tTopic: my-replicated-topic\tPartition: 0\tLeader: (\d+)\tReplicas: (\d,\d,\d)\tIsr: ([\d,]+)$`)
+	ds := line.FindAllStringSubmatch(out, -1)
+	if len(ds) != 3 {
+		t.Fatalf("%d partition lines of my-replicated-topic in the textbook's format, want 3 (describe, after the kill, after the restart):\n%s", len(ds), out)
+	}
+	before, after, back := ds[0], ds[1], ds[2]
+	if len(strings.Split(before[3], ",")) != 3 || len(strings.Split(back[3], ",")) != 3 {
+		t.Errorf("Isr before the kill %q and after the restart %q: want all three", before[3], back[3])
+	}
+	if after[1] == before[1] || strings.Contains(after[3], before[1]) || len(strings.Split(after[3], ",")) != 2 {
+		t.Errorf("after killing leader %s: leader %s, Isr %s; want another leader and %s gone from the Isr", before[1], after[1], after[3], before[1])
+	}
+	if after[2] != before[2] {
+		t.Errorf("Replicas changed from %s to %s", before[2], after[2])
+	}
+	for _, m := range []string{"my test message 1\n", "my test message 2\n"} {
+		if n := strings.Count(out, m); n < 2 {
+			t.Errorf("%q printed %d times, want twice (before and after the leader was killed)", m, n)
+		}
 	}
 }

@@ -53,6 +53,9 @@ type fetcher struct {
 	reqs    []protocol.FetchRequest
 	active  []*ownedPartition
 	stalled map[*ownedPartition]bool // partitions that cannot progress; their error went to the stream
+	// onLeaderLost is called when a replicated partition's leader is not this broker any more, or this
+	// broker cannot be reached while it holds replicated partitions (replicated.go); nil for none.
+	onLeaderLost func()
 }
 
 func newFetcher(b brokerInfo, parts []*ownedPartition, gen uint64, cfg GroupConfig, lg *slog.Logger) *fetcher {
@@ -84,6 +87,9 @@ func (f *fetcher) run() {
 		default:
 		}
 		got, err := f.round(sc)
+		if err != nil && f.onLeaderLost != nil && f.hasReplicated() {
+			f.onLeaderLost() // a dead leader: its partitions are looked up again
+		}
 		if err != nil {
 			// Log the first failure and then every tenth: a dead broker is soon removed by a rebalance.
 			if failures%10 == 0 {
@@ -164,6 +170,14 @@ func wholePrefix(set []byte) (int, error) {
 // partitionError handles a per-partition error of a MULTIFETCH answer.
 func (f *fetcher) partitionError(p *ownedPartition, err error) {
 	switch {
+	case p.replicated && (errors.Is(err, protocol.ErrNotLeaderForPartition) || errors.Is(err, protocol.ErrLeaderNotAvailable) ||
+		errors.Is(err, protocol.ErrUnknownTopicOrPartition)):
+		// docs/PROTOCOL.md §10: the leader moved; the group lays its fetchers out again from the metadata.
+		f.log.Info("leader moved; looking it up again", "topic", p.topic, "partition", p.name, "broker", f.broker.id, "err", err)
+		f.stalled[p] = true
+		if f.onLeaderLost != nil {
+			f.onLeaderLost()
+		}
 	case errors.Is(err, protocol.ErrOffsetOutOfRange):
 		// The offset is gone (retention) or beyond the log: start again where autooffset.reset says.
 		f.log.Warn("offset out of range; resetting", "topic", p.topic, "partition", p.name,

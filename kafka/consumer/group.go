@@ -42,10 +42,15 @@ type GroupConsumer struct {
 	closed   bool
 
 	trigger  chan struct{} // a pending rebalance request (capacity 1: requests coalesce)
-	closing  chan struct{}
-	wg       sync.WaitGroup
-	endOnce  sync.Once
-	rebCount int // successful rebalances, for tests and logs
+	relayout chan struct{} // a replicated partition's leader moved: lay the fetchers out again (replicated.go)
+
+	relayoutMu    sync.Mutex
+	lastRelayout  time.Time
+	relayoutLater bool // a request is waiting for fetcher.backoff.ms to pass
+	closing       chan struct{}
+	wg            sync.WaitGroup
+	endOnce       sync.Once
+	rebCount      int // successful rebalances, for tests and logs
 }
 
 // NewGroupConsumer connects to ZooKeeper and returns a consumer that is not yet a member of its group:
@@ -69,7 +74,7 @@ func NewGroupConsumer(cfg GroupConfig) (*GroupConsumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consumer: group %q: %w", cfg.GroupID, err)
 	}
-	return &GroupConsumer{cfg: cfg, id: id, zk: c, log: base.With("component", "consumer"), trigger: make(chan struct{}, 1),
+	return &GroupConsumer{cfg: cfg, id: id, zk: c, log: base.With("component", "consumer"), trigger: make(chan struct{}, 1), relayout: make(chan struct{}, 1),
 		closing: make(chan struct{})}, nil
 }
 

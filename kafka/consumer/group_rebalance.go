@@ -18,8 +18,9 @@ import (
 // partitions (P_T) and the stream ids of the group's consumers subscribed to it (C_T).
 type registryView struct {
 	brokers    map[int]brokerInfo
-	partitions map[string][]string // topic → "<brokerid>-<partition>"
+	partitions map[string][]string // topic → "<brokerid>-<partition>", or "<partition>" for a replicated topic
 	streams    map[string][]string // topic → stream ids
+	replicated map[string]bool     // topics with a replica assignment (docs/PROTOCOL.md §10)
 }
 
 // readRegistry reads the broker and consumer registries (§3.2: "by reading the broker and the consumer
@@ -27,33 +28,28 @@ type registryView struct {
 // subscribed topic T and the set (C_T) of consumers subscribing to T").
 func (g *GroupConsumer) readRegistry() (*registryView, error) {
 	v := &registryView{brokers: map[int]brokerInfo{}, partitions: map[string][]string{},
-		streams: map[string][]string{}}
+		streams: map[string][]string{}, replicated: map[string]bool{}}
 
-	ids, err := g.zk.Children(zk.BrokerIDsPath)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := g.readBrokers(v); err != nil {
 		return nil, err
-	}
-	for _, s := range ids {
-		id, err := strconv.Atoi(s)
-		if err != nil {
-			g.log.Warn("ignoring a broker registration with a non-numeric id", "node", s)
-			continue
-		}
-		data, err := g.zk.Get(zk.BrokerIDPath(id))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // the broker left while we read
-		} else if err != nil {
-			return nil, err
-		}
-		b, err := parseBrokerInfo(id, string(data))
-		if err != nil {
-			g.log.Warn("ignoring a broker registration", "err", err)
-			continue
-		}
-		v.brokers[id] = b
 	}
 
 	for topic := range g.topics {
+		// docs/PROTOCOL.md §10: a replicated topic's partitions are its assignment's, named by number, whether
+		// or not their leaders are alive (a leaderless partition is owned and waits for one).
+		if data, err := g.zk.Get(zk.BrokerTopicPath(topic)); err == nil {
+			if a, ok, err := zk.ParseReplicaAssignment(topic, data); err != nil {
+				g.log.Warn("ignoring a bad replica assignment", "topic", topic, "err", err)
+			} else if ok {
+				v.replicated[topic] = true
+				for p := range a {
+					v.partitions[topic] = append(v.partitions[topic], strconv.Itoa(p))
+				}
+				continue
+			}
+		} else if !errors.Is(err, zk.ErrNoNode) {
+			return nil, err
+		}
 		bs, err := g.zk.Children(zk.BrokerTopicPath(topic))
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return nil, err
@@ -109,6 +105,34 @@ func (g *GroupConsumer) readRegistry() (*registryView, error) {
 		}
 	}
 	return v, nil
+}
+
+// readBrokers reads the broker registry into v.brokers.
+func (g *GroupConsumer) readBrokers(v *registryView) error {
+	ids, err := g.zk.Children(zk.BrokerIDsPath)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	for _, s := range ids {
+		id, err := strconv.Atoi(s)
+		if err != nil {
+			g.log.Warn("ignoring a broker registration with a non-numeric id", "node", s)
+			continue
+		}
+		data, err := g.zk.Get(zk.BrokerIDPath(id))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // the broker left while we read
+		} else if err != nil {
+			return err
+		}
+		b, err := parseBrokerInfo(id, string(data))
+		if err != nil {
+			g.log.Warn("ignoring a broker registration", "err", err)
+			continue
+		}
+		v.brokers[id] = b
+	}
+	return nil
 }
 
 // claim is one partition this consumer takes in an attempt.
@@ -185,32 +209,32 @@ func (g *GroupConsumer) rebalanceOnce(reason string) (conflict bool, err error) 
 
 	// Step 5: start offsets from the offset registry; none yet means "ask the broker" (fetchOffset -1).
 	owned := make([]*ownedPartition, 0, len(taken))
-	byBroker := map[int][]*ownedPartition{}
 	for _, c := range taken {
 		off, err := readOffset(g.zk, g.cfg.GroupID, c.topic, c.part)
 		if err != nil {
 			g.releaseClaims(taken)
 			return false, err
 		}
-		b, p, err := zk.ParsePartitionName(c.part)
+		var b, p int
+		if view.replicated[c.topic] {
+			b, err = -1, nil // its leader is looked up below
+			p, err = strconv.Atoi(c.part)
+		} else {
+			b, p, err = zk.ParsePartitionName(c.part)
+		}
 		if err != nil {
 			g.releaseClaims(taken)
 			return false, err
 		}
 		op := &ownedPartition{topic: c.topic, name: c.part, brokerID: b, partition: int32(p), stream: c.stream,
-			fetchOffset: off, committed: off}
+			fetchOffset: off, committed: off, replicated: view.replicated[c.topic]}
 		op.consumed.Store(off)
 		owned = append(owned, op)
-		byBroker[b] = append(byBroker[b], op)
 	}
 	g.owned = owned
 
-	// Step 6: one fetcher per broker.
-	for b, parts := range byBroker {
-		f := newFetcher(view.brokers[b], parts, g.gen, g.cfg, g.log)
-		g.fetchers = append(g.fetchers, f)
-		go f.run()
-	}
+	// Step 6: one fetcher per broker (per leader, for replicated partitions).
+	g.startFetchersLocked(view.brokers)
 	g.rebCount++
 	g.log.Info("rebalanced", "reason", reason, "generation", g.gen, "owned", ownedNames(owned))
 	return false, nil

@@ -108,6 +108,9 @@ func (g *GroupConsumer) rebalanceLoop() {
 		case <-g.closing:
 			return
 		case <-g.trigger:
+		case <-g.relayout:
+			g.relayoutFetchers()
+			continue
 		}
 		err := g.syncedRebalance("registry change")
 		if errors.Is(err, ErrGroupClosed) {

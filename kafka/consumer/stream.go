@@ -31,11 +31,13 @@ type chunk struct {
 
 // ownedPartition is a partition this consumer owns in the current generation (0.7's PartitionTopicInfo).
 type ownedPartition struct {
-	topic     string
-	name      string // "<brokerid>-<partition>"
-	brokerID  int
-	partition int32
-	stream    *Stream
+	topic    string
+	name     string // "<brokerid>-<partition>"
+	brokerID int    // -1 for a replicated partition: its leader's id is in the fetcher that has it
+	// replicated: a partition of a replicated topic, fetched from its leader (docs/PROTOCOL.md §10).
+	replicated bool
+	partition  int32
+	stream     *Stream
 
 	// fetchOffset is the next offset to fetch; only the broker's fetcher goroutine touches it. -1 means "not
 	// known yet": the fetcher asks the broker per autooffset.reset.

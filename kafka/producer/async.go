@@ -228,9 +228,10 @@ type batcher struct {
 }
 
 type setKey struct {
-	broker int
-	topic  string
-	part   int32
+	broker     int
+	topic      string
+	part       int32
+	replicated bool // a replicated topic: broker is -1, the leader is looked up at send time
 }
 
 type setBuf struct {
@@ -252,13 +253,12 @@ func (b *batcher) send() {
 	}
 	a := b.a
 	for _, it := range b.items {
-		dst, err := a.sp.pick(it.topic, it.partition, it.key)
+		k, err := b.place(it)
 		if err != nil {
 			a.failed.Add(1)
 			a.log.Warn("async message dropped", "topic", it.topic, "err", err)
 			continue
 		}
-		k := setKey{broker: dst.BrokerID, topic: it.topic, part: dst.Part}
 		s := b.sets[k]
 		if s == nil {
 			s = &setBuf{}
@@ -284,6 +284,10 @@ func (b *batcher) send() {
 			}
 			set = w
 		}
+		if k.replicated || a.cfg.RequiredAcks != protocol.AcksNone {
+			b.writeAcked(k, set, int64(s.count))
+			continue
+		}
 		b.byBrkr[k.broker] = append(b.byBrkr[k.broker], protocol.ProduceRequest{Topic: k.topic, Partition: k.part, Messages: set})
 	}
 	for broker, reqs := range b.byBrkr {
@@ -299,6 +303,45 @@ func (b *batcher) send() {
 		s.buf, s.count = s.buf[:0], 0
 	}
 	b.order = b.order[:0]
+}
+
+// place is where a message goes: a partition of a replicated topic (docs/PROTOCOL.md §10), whose leader is
+// looked up when the set is sent, or a broker's partition of a 0.7 topic.
+func (b *batcher) place(it asyncItem) (setKey, error) {
+	sp := b.a.sp
+	tm, err := sp.replicatedChecked(it.topic)
+	if err != nil {
+		return setKey{}, err
+	}
+	if tm != nil {
+		part := it.partition
+		if part < 0 {
+			part = int32(sp.partitioner.Partition(it.key, len(tm.leaders)))
+		}
+		return setKey{broker: -1, topic: it.topic, part: part, replicated: true}, nil
+	}
+	dst, err := sp.pick(it.topic, it.partition, it.key)
+	return setKey{broker: dst.BrokerID, topic: it.topic, part: dst.Part}, err
+}
+
+// writeAcked sends one set with request.required.acks, retrying as the sync producer does.
+func (b *batcher) writeAcked(k setKey, set []byte, count int64) {
+	a := b.a
+	var err error
+	if k.replicated {
+		var tm *topicMeta
+		if tm, err = a.sp.replicated(k.topic); err == nil && tm != nil {
+			err = a.sp.sendReplicated(tm, k.topic, k.part, nil, nil, set)
+		}
+	} else {
+		err = a.sp.send(Partition{BrokerID: k.broker, Part: k.part}, k.topic, nil, set)
+	}
+	if err != nil {
+		a.failed.Add(count)
+		a.log.Warn("producer: async send failed", "topic", k.topic, "partition", k.part, "messages", count, "err", err)
+		return
+	}
+	a.sent.Add(count)
 }
 
 // write sends one broker's sets as few MULTIPRODUCE requests as the limits allow (usually one).

@@ -56,6 +56,26 @@ type Config struct {
 	// Logger is where the async producer reports what it dropped or failed
 	// to send, with component=producer (not a property; nil: slog.Default()).
 	Logger *slog.Logger
+
+	// Replication (docs/PROTOCOL.md §10), with Kafka 0.8's names and defaults.
+
+	// MetadataBrokerList is metadata.broker.list (0.8's name for the list):
+	// brokers to ask which broker leads each partition.
+	MetadataBrokerList string
+	// RequiredAcks is request.required.acks: 0 no answer, 1 the leader has
+	// the set, -1 every in-sync replica has it (0).
+	RequiredAcks int16
+	// RequestTimeout is request.timeout.ms: how long the leader waits for
+	// its followers with acks -1 (10000 ms).
+	RequestTimeout time.Duration
+	// MessageSendMaxRetries is message.send.max.retries (3).
+	MessageSendMaxRetries int
+	// RetryBackoff is retry.backoff.ms: the wait before a retry, after which
+	// the leader is looked up again (100 ms).
+	RetryBackoff time.Duration
+	// MetadataRefreshInterval is topic.metadata.refresh.interval.ms: cached
+	// metadata older than this is asked again on the next send (600000 ms).
+	MetadataRefreshInterval time.Duration
 }
 
 // DefaultConfig returns 0.7's defaults.
@@ -69,6 +89,11 @@ func DefaultConfig() Config {
 		ConnectTimeout:   5000 * time.Millisecond,
 		MaxMessageSize:   1000000,
 		Magic:            message.MagicV1,
+
+		RequestTimeout:          10000 * time.Millisecond,
+		MessageSendMaxRetries:   3,
+		RetryBackoff:            100 * time.Millisecond,
+		MetadataRefreshInterval: 600000 * time.Millisecond,
 	}
 }
 
@@ -140,6 +165,26 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 			cfg.SocketBufferSize, err = strconv.Atoi(v)
 		case "max.message.size":
 			cfg.MaxMessageSize, err = strconv.Atoi(v)
+		case "metadata.broker.list":
+			cfg.MetadataBrokerList = v
+		case "request.required.acks":
+			var a int
+			a, err = strconv.Atoi(v)
+			cfg.RequiredAcks = int16(a)
+		case "request.timeout.ms":
+			var ms int
+			ms, err = strconv.Atoi(v)
+			cfg.RequestTimeout = time.Duration(ms) * time.Millisecond
+		case "message.send.max.retries":
+			cfg.MessageSendMaxRetries, err = strconv.Atoi(v)
+		case "retry.backoff.ms":
+			var ms int
+			ms, err = strconv.Atoi(v)
+			cfg.RetryBackoff = time.Duration(ms) * time.Millisecond
+		case "topic.metadata.refresh.interval.ms":
+			var ms int
+			ms, err = strconv.Atoi(v)
+			cfg.MetadataRefreshInterval = time.Duration(ms) * time.Millisecond
 		}
 		if err != nil {
 			return cfg, fmt.Errorf("producer: property %s=%q: %w", k, v, ErrBadConfig)
@@ -155,8 +200,19 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("producer: producer.type %q is not sync or async: %w", c.ProducerType, ErrBadConfig)
 	}
-	if c.BrokerList == "" && c.ZkConnect == "" {
-		return fmt.Errorf("producer: neither broker.list nor zk.connect is set: %w", ErrBadConfig)
+	if c.BrokerList == "" && c.ZkConnect == "" && c.MetadataBrokerList == "" {
+		return fmt.Errorf("producer: none of broker.list, metadata.broker.list and zk.connect is set: %w", ErrBadConfig)
+	}
+	if c.MetadataBrokerList != "" {
+		if _, err := ParseBrokerList(c.MetadataBrokerList); err != nil {
+			return err
+		}
+	}
+	if c.RequiredAcks != 0 && c.RequiredAcks != 1 && c.RequiredAcks != -1 {
+		return fmt.Errorf("producer: request.required.acks %d is not 0, 1 or -1: %w", c.RequiredAcks, ErrBadConfig)
+	}
+	if c.MessageSendMaxRetries < 0 {
+		return fmt.Errorf("producer: message.send.max.retries %d is negative: %w", c.MessageSendMaxRetries, ErrBadConfig)
 	}
 	if c.BrokerList != "" {
 		if _, err := ParseBrokerList(c.BrokerList); err != nil {

@@ -16,6 +16,7 @@
 package producer
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"sync"
@@ -41,6 +42,9 @@ type SyncProducer struct {
 
 	topicMu   sync.Mutex
 	lastTopic string // the last topic name that passed validation
+
+	meta    *metadataCache // nil in 0.7's exact mode (replicated.go)
+	leaders *leaderConns   // connections to leaders found by metadata
 }
 
 // NewSync returns a producer for cfg: broker.list if set, else zk.connect.
@@ -54,6 +58,8 @@ func NewSync(cfg Config) (*SyncProducer, error) {
 	switch {
 	case cfg.BrokerList != "":
 		disc, err = newStaticDiscovery(cfg.BrokerList)
+	case cfg.ZkConnect == "" && cfg.MetadataBrokerList != "":
+		disc, err = newStaticDiscovery(cfg.MetadataBrokerList)
 	case newZKDiscovery != nil:
 		disc, err = newZKDiscovery(cfg)
 	default:
@@ -71,7 +77,12 @@ func NewSyncWithDiscovery(cfg Config, disc Discovery, p Partitioner) *SyncProduc
 	if p == nil {
 		p = DefaultPartitioner{}
 	}
-	return &SyncProducer{cfg: cfg, disc: disc, partitioner: p, pool: newPool(cfg)}
+	sp := &SyncProducer{cfg: cfg, disc: disc, partitioner: p, pool: newPool(cfg)}
+	sp.leaders = &leaderConns{cfg: &sp.cfg}
+	if cfg.usesMetadata() {
+		sp.meta = newMetadataCache(&sp.cfg, sp.bootstrapBrokers)
+	}
+	return sp
 }
 
 // Send writes msgs as one message set to one PRODUCE request. Partition -1
@@ -79,6 +90,12 @@ func NewSyncWithDiscovery(cfg Config, disc Discovery, p Partitioner) *SyncProduc
 // partition; an explicit partition goes to the lowest-id broker that has it
 // (with broker.list: the lowest-id broker), so its order is kept.
 func (p *SyncProducer) Send(topic string, partition int32, msgs ...[]byte) error {
+	if tm, err := p.replicatedChecked(topic); tm != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return p.sendReplicated(tm, topic, partition, nil, msgs, nil)
+	}
 	dst, err := p.pick(topic, partition, nil)
 	if err != nil {
 		return err
@@ -89,6 +106,12 @@ func (p *SyncProducer) Send(topic string, partition int32, msgs ...[]byte) error
 // SendKeyed sends msgs to the partition the Partitioner picks for key: the
 // same key always reaches the same partition while the partitions stay.
 func (p *SyncProducer) SendKeyed(topic string, key []byte, msgs ...[]byte) error {
+	if tm, err := p.replicatedChecked(topic); tm != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return p.sendReplicated(tm, topic, -1, key, msgs, nil)
+	}
 	dst, err := p.pick(topic, -1, key)
 	if err != nil {
 		return err
@@ -99,6 +122,12 @@ func (p *SyncProducer) SendKeyed(topic string, key []byte, msgs ...[]byte) error
 // SendSet sends an already encoded message set as is (for instance a
 // compressed wrapper, or a deliberately corrupt set in a test).
 func (p *SyncProducer) SendSet(topic string, partition int32, set []byte) error {
+	if tm, err := p.replicatedChecked(topic); tm != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return p.sendReplicated(tm, topic, partition, nil, nil, set)
+	}
 	dst, err := p.pick(topic, partition, nil)
 	if err != nil {
 		return err
@@ -140,7 +169,19 @@ func (p *SyncProducer) Discovery() Discovery { return p.disc }
 // Close closes every connection and the discovery.
 func (p *SyncProducer) Close() error {
 	p.pool.close()
+	p.leaders.close()
 	return p.disc.Close()
+}
+
+// replicatedChecked is replicated after the topic name check.
+func (p *SyncProducer) replicatedChecked(topic string) (*topicMeta, error) {
+	if p.meta == nil {
+		return nil, nil
+	}
+	if err := p.checkTopic(topic); err != nil {
+		return nil, err
+	}
+	return p.replicated(topic)
 }
 
 // pick chooses where a batch goes.
@@ -174,6 +215,21 @@ func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []by
 		if p.cfg.MaxMessageSize > 0 && len(m) > p.cfg.MaxMessageSize {
 			return fmt.Errorf("producer: topic %q: message of %d bytes > %d: %w", topic, len(m), p.cfg.MaxMessageSize, ErrMessageTooLarge)
 		}
+	}
+	if p.cfg.RequiredAcks != protocol.AcksNone {
+		// docs/PROTOCOL.md §10: an acknowledged produce to a 0.7 topic goes to the same broker and partition.
+		b, ok := p.disc.Broker(dst.BrokerID)
+		if !ok {
+			return fmt.Errorf("producer: broker id %d: %w", dst.BrokerID, ErrNoBrokers)
+		}
+		if msgs != nil {
+			set = p.encodeSet(topic, msgs)
+		}
+		code, err := p.ackedSend(b, topic, dst.Part, set)
+		if err == nil && code != protocol.ErrNone {
+			err = fmt.Errorf("producer: %s-%d on broker %d: %w", topic, dst.Part, b.ID, code)
+		}
+		return err
 	}
 	c, err := p.pool.get(dst.BrokerID, p.disc)
 	if err != nil {
@@ -291,6 +347,12 @@ type brokerConn struct {
 	conn    net.Conn
 	buf     []byte // the framed request being sent
 	scratch []byte // the uncompressed set of a compressed batch
+
+	// Answers to ACKED_PRODUCE (replicated.go).
+	r       *bufio.Reader
+	rconn   net.Conn // the connection r reads
+	rbuf    []byte
+	results []protocol.ProduceResult
 }
 
 // writeLocked writes c.buf with one write call. A failed write closes the

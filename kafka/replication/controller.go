@@ -22,11 +22,16 @@ import (
 const reconcileEvery = 3 * time.Second
 
 // electionLoop is every broker's candidacy: whoever creates the ephemeral /controller is the controller
-// until its session ends; the others wait for the node to go and try again (docs/PROTOCOL.md §10).
+// until its session ends; the others wait for the node to go and try again (docs/PROTOCOL.md §10). A
+// cluster needs no controller before its first replicated topic, so the candidacy starts then: a cluster of
+// 0.7 topics only keeps exactly 0.7's ZooKeeper tree.
 func (m *Manager) electionLoop() {
 	defer m.wg.Done()
 	sessions, cancel := m.zk.NewSessions()
 	defer cancel()
+	if !m.waitForReplicatedTopic() {
+		return
+	}
 	for {
 		select {
 		case <-m.stop:
@@ -62,6 +67,36 @@ func (m *Manager) electionLoop() {
 			return
 		case <-w:
 		case <-sessions:
+		}
+	}
+}
+
+// waitForReplicatedTopic returns once some topic is replicated (true), or when the manager stops (false).
+func (m *Manager) waitForReplicatedTopic() bool {
+	for {
+		var w <-chan gozk.Event
+		ok, ew, err := m.zk.ExistsW(zk.BrokerTopicsPath)
+		if err == nil && ok {
+			var names []string
+			names, w, err = m.zk.ChildrenW(zk.BrokerTopicsPath)
+			for _, n := range names {
+				if _, aerr := ReadAssignment(m.zk, n); aerr == nil {
+					return true
+				}
+			}
+		} else {
+			w = ew
+		}
+		if err != nil {
+			if !m.sleep(time.Second) {
+				return false
+			}
+			continue
+		}
+		select {
+		case <-m.stop:
+			return false
+		case <-w:
 		}
 	}
 }
@@ -425,6 +460,7 @@ func (s *sender) run() {
 		}
 	}()
 	var buf, rbuf []byte
+	failures := 0
 	timeout := s.c.m.cfg.ControllerSocketTimeout
 	for {
 		s.mu.Lock()
@@ -475,6 +511,7 @@ func (s *sender) run() {
 			s.mu.Lock()
 			s.pending = s.pending[1:]
 			s.mu.Unlock()
+			failures = 0
 			continue
 		}
 		if errors.Is(err, protocol.ErrStaleControllerEpoch) {
@@ -488,7 +525,10 @@ func (s *sender) run() {
 			conn.Close()
 			conn = nil
 		}
-		s.c.lg.Debug("replication: LEADER_AND_ISR not delivered; retrying", "broker", s.id, "addr", s.addr, "err", err)
+		if failures%20 == 0 {
+			s.c.lg.Warn("replication: LEADER_AND_ISR not delivered; retrying", "broker", s.id, "addr", s.addr, "err", err)
+		}
+		failures++
 		select {
 		case <-s.stop:
 			return

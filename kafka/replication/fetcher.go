@@ -33,14 +33,15 @@ type fetcher struct {
 	once sync.Once
 
 	// Owned by the loop.
-	conn   net.Conn
-	r      *bufio.Reader
-	wbuf   []byte
-	rbuf   []byte
-	reqs   []protocol.FetchRequest
-	active []*fetchPart
-	epochs []protocol.EpochEntry
-	apply  func(int, *protocol.ReplicaFetchPart) error
+	conn    net.Conn
+	r       *bufio.Reader
+	wbuf    []byte
+	rbuf    []byte
+	reqs    []protocol.FetchRequest
+	active  []*fetchPart
+	epochs  []protocol.EpochEntry
+	apply   func(int, *protocol.ReplicaFetchPart) error
+	refused bool // the last answer refused a partition: pause before the next round
 }
 
 type fetchPart struct {
@@ -269,7 +270,14 @@ func (f *fetcher) fetch() error {
 	if err != nil {
 		return err
 	}
-	return f.applyResponse(payload)
+	f.refused = false
+	if err := f.applyResponse(payload); err != nil {
+		return err
+	}
+	if f.refused {
+		return errRefused
+	}
+	return nil
 }
 
 // applyResponse applies a REPLICA_FETCH answer to the partitions of f.active (the request's order).
@@ -300,8 +308,11 @@ func (f *fetcher) applyPart(i int, part *protocol.ReplicaFetchPart) error {
 		fp.truncate = true
 		return nil
 	default:
-		f.lg.Warn("replication: leader refused a partition; waiting for the controller", "partition", p.tp.String(), "err", part.Error)
-		delete(f.parts, p.tp)
+		// Not (yet, or any more) the leader: try again after a pause, truncating first, until the controller
+		// names another leader (its LEADER_AND_ISR may reach the leader after this follower).
+		f.lg.Info("replication: leader refused a partition; retrying", "partition", p.tp.String(), "err", part.Error)
+		fp.truncate = true
+		f.refused = true
 		return nil
 	}
 	valid, _, verr := message.Validate(part.Set)
@@ -351,4 +362,5 @@ func (p *Partition) appendAsFollower(set []byte, expected int64, epochs []protoc
 	return nil
 }
 
-var errNoLeader = errors.New("replication: no leader")
+// errRefused makes the loop pause after an answer that refused a partition.
+var errRefused = errors.New("replication: the leader refused a partition")

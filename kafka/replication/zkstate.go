@@ -19,38 +19,18 @@ import (
 // being its preferred leader.
 type Assignment [][]int32
 
-type assignmentJSON struct {
-	Version    int                `json:"version"`
-	Partitions map[string][]int32 `json:"partitions"`
-}
-
 // MarshalAssignment is the node's data for a.
-func MarshalAssignment(a Assignment) []byte {
-	j := assignmentJSON{Version: 1, Partitions: map[string][]int32{}}
-	for p, rs := range a {
-		j.Partitions[strconv.Itoa(p)] = rs
-	}
-	b, _ := json.Marshal(j) // map keys come out sorted
-	return b
-}
+func MarshalAssignment(a Assignment) []byte { return zk.MarshalReplicaAssignment(a) }
 
 // ParseAssignment reads the data of /brokers/topics/<topic>. Empty data (a 0.7 topic's node) is
 // ErrNotReplicated.
 func ParseAssignment(topicName string, data []byte) (Assignment, error) {
-	if len(strings.TrimSpace(string(data))) == 0 {
+	a, ok, err := zk.ParseReplicaAssignment(topicName, data)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrBadState, err)
+	case !ok:
 		return nil, fmt.Errorf("%w: %q has no replica assignment", ErrNotReplicated, topicName)
-	}
-	var j assignmentJSON
-	if err := json.Unmarshal(data, &j); err != nil || len(j.Partitions) == 0 {
-		return nil, fmt.Errorf("%w: assignment of %q: %q", ErrBadState, topicName, data)
-	}
-	a := make(Assignment, len(j.Partitions))
-	for k, rs := range j.Partitions {
-		p, err := strconv.Atoi(k)
-		if err != nil || p < 0 || p >= len(a) || len(rs) == 0 || a[p] != nil {
-			return nil, fmt.Errorf("%w: assignment of %q: partition %q in %q", ErrBadState, topicName, k, data)
-		}
-		a[p] = rs
 	}
 	return a, nil
 }
@@ -86,6 +66,9 @@ func ParseState(data []byte, zkVersion int32) (State, error) {
 	s.ZKVersion = zkVersion
 	return s, nil
 }
+
+// ValidateTopicName applies the one rule for topic names (package topic) before a name becomes a path.
+func ValidateTopicName(name string) error { return topic.Validate(name) }
 
 // ReadAssignment reads a topic's replica assignment; a 0.7 topic or a missing one is ErrNotReplicated.
 func ReadAssignment(c *zk.Client, topicName string) (Assignment, error) {

@@ -36,6 +36,11 @@ func consoleProducer(args []string, std stdio) error {
 	auditWindow := fs.Duration("audit-window", time.Minute, "with --audit: the counting window")
 	magic := fs.Int("magic", 1, "message format: 1 as Kafka 0.7 writes (10 bytes of header), 0 the paper's (9 bytes)")
 	maxLine := fs.Int("max-message-size", 1000000, "longest line accepted (max.message.size)")
+	d := producer.DefaultConfig()
+	acks := fs.Int("request-required-acks", int(d.RequiredAcks), "0: no answer; 1: the leader has it; -1: every in-sync replica has it (request.required.acks)")
+	timeout := fs.Int("request-timeout-ms", int(d.RequestTimeout.Milliseconds()), "how long the leader may wait for its followers with acks -1 (request.timeout.ms)")
+	retries := fs.Int("message-send-max-retries", d.MessageSendMaxRetries, "retries after \"not leader\" or a timeout (message.send.max.retries)")
+	backoff := fs.Int("retry-backoff-ms", int(d.RetryBackoff.Milliseconds()), "wait before a retry, then look the leader up again (retry.backoff.ms)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -48,11 +53,23 @@ func consoleProducer(args []string, std stdio) error {
 	if *batch < 1 {
 		return usagef("--batch-size must be at least 1, got %d", *batch)
 	}
+	if *acks != 0 && *acks != 1 && *acks != -1 {
+		return usagef("--request-required-acks must be 0, 1 or -1, got %d", *acks)
+	}
+	if *timeout < 1 || *retries < 0 || *backoff < 0 {
+		return usagef("--request-timeout-ms must be positive, --message-send-max-retries and --retry-backoff-ms not negative")
+	}
 	cfg := producer.DefaultConfig()
 	cfg.ZkConnect = *zk
 	if *brokers != "" {
-		cfg.BrokerList = brokerList(*brokers)
+		// As 0.8's console producer: the list is where to ask for metadata, so a replicated topic's messages
+		// go to its leaders (docs/PROTOCOL.md §10); a 0.7 topic goes to a broker of the list as before.
+		cfg.MetadataBrokerList = brokerList(*brokers)
 	}
+	cfg.RequiredAcks = int16(*acks)
+	cfg.RequestTimeout = time.Duration(*timeout) * time.Millisecond
+	cfg.MessageSendMaxRetries = *retries
+	cfg.RetryBackoff = time.Duration(*backoff) * time.Millisecond
 	cfg.MaxMessageSize = *maxLine
 	codec, err := parseCodec(*codecName)
 	if err != nil {

@@ -11,13 +11,14 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/replication"
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 func init() {
 	register(&command{
 		Name:    "topics",
-		Args:    "--zookeeper HOST:PORT[/chroot] (--create --topic T [--partitions N] | --list | --describe [--topic T])",
+		Args:    "--zookeeper HOST:PORT[/chroot] (--create --topic T [--partitions N] [--replication-factor N | --replica-assignment 1:2:0,2:0:1] | --list | --describe [--topic T] [--under-replicated-partitions] [--unavailable-partitions])",
 		Summary: "create, list and describe topics through the ZooKeeper broker registry",
 		Run:     topics,
 	})
@@ -40,7 +41,10 @@ func topics(args []string, std stdio) error {
 	list := fs.Bool("list", false, "list the registered topics")
 	describe := fs.Bool("describe", false, "show each partition's broker, log end offset and size")
 	parts := fs.Int("partitions", 1, "partitions per broker expected (the broker's num.partitions decides)")
-	replication := fs.Int("replication-factor", 1, "must be 1: 0.7 has no replication (paper §6, future work)")
+	replication := fs.Int("replication-factor", 1, "copies of each partition; above 1 makes a replicated topic (docs/PROTOCOL.md §10)")
+	assignment := fs.String("replica-assignment", "", "a replicated topic's replicas per partition, e.g. 1:2:0,2:0:1 (first: the preferred leader)")
+	underReplicated := fs.Bool("under-replicated-partitions", false, "with --describe: only partitions whose ISR is smaller than their replicas")
+	unavailable := fs.Bool("unavailable-partitions", false, "with --describe: only partitions without a live leader")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -50,8 +54,11 @@ func topics(args []string, std stdio) error {
 	if n := btoi(*create) + btoi(*list) + btoi(*describe); n != 1 {
 		return usagef("give exactly one of --create, --list, --describe")
 	}
-	if *replication != 1 {
-		return usagef("--replication-factor %d: this Kafka (paper §6) keeps one copy of each partition; use 1", *replication)
+	if *replication < 1 {
+		return usagef("--replication-factor must be at least 1, got %d", *replication)
+	}
+	if (*underReplicated || *unavailable) && !*describe {
+		return usagef("--under-replicated-partitions and --unavailable-partitions go with --describe")
 	}
 	c, err := zk.Connect(*zkConnect, 6*time.Second)
 	if err != nil {
@@ -75,8 +82,9 @@ func topics(args []string, std stdio) error {
 				return err
 			}
 		}
+		filter := describeFilter{underReplicated: *underReplicated, unavailable: *unavailable}
 		for _, n := range names {
-			if err := describeTopic(c, n, std.Out); err != nil {
+			if err := describeTopic(c, n, filter, std.Out); err != nil {
 				return err
 			}
 		}
@@ -87,6 +95,9 @@ func topics(args []string, std stdio) error {
 	}
 	if *parts < 1 {
 		return usagef("--partitions must be at least 1, got %d", *parts)
+	}
+	if *replication > 1 || *assignment != "" {
+		return createReplicatedTopic(c, *topic, *parts, *replication, *assignment, partitionsSet(fs), std)
 	}
 	return createTopic(c, *zkConnect, *topic, *parts, std)
 }
@@ -105,7 +116,8 @@ func btoi(b bool) int {
 	return 0
 }
 
-// registeredTopics lists /brokers/topics, sorted, keeping only topics some broker serves now.
+// registeredTopics lists /brokers/topics, sorted, keeping only topics some broker serves now and the
+// replicated ones (whose node has a "partitions" child).
 func registeredTopics(c *zk.Client) ([]string, error) {
 	names, err := c.Children(zk.BrokerTopicsPath)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -117,6 +129,8 @@ func registeredTopics(c *zk.Client) ([]string, error) {
 	var out []string
 	for _, n := range names {
 		if ids, err := c.Children(zk.BrokerTopicPath(n)); err == nil && len(ids) > 0 {
+			out = append(out, n)
+		} else if _, err := replication.ReadAssignment(c, n); err == nil {
 			out = append(out, n)
 		}
 	}
@@ -260,7 +274,15 @@ func createTopic(c *zk.Client, connect, topic string, parts int, std stdio) erro
 
 // describeTopic prints the topic's partitions (sorted by broker id then partition number) with their broker,
 // log end offset (OFFSETS latest, the flushed end) and size (latest minus earliest retained offset).
-func describeTopic(c *zk.Client, topic string, w io.Writer) error {
+func describeTopic(c *zk.Client, topic string, filter describeFilter, w io.Writer) error {
+	if a, err := replication.ReadAssignment(c, topic); err == nil {
+		return describeReplicated(c, topic, a, filter, w)
+	} else if !errors.Is(err, replication.ErrNotReplicated) {
+		return err
+	}
+	if filter.underReplicated || filter.unavailable {
+		return nil // an unreplicated topic has no replicas to miss
+	}
 	regs, brokers, err := topicRegistrations(c, topic)
 	if err != nil {
 		return err
