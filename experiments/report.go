@@ -154,6 +154,9 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		}
 		w("\n")
 	}
+	if c := s.Compression; c != nil {
+		w("%s", compressionSection(c))
+	}
 	w("Figures: `fig4_producer.png`, `fig5_consumer.png`, `fig_storage.png`. Data: `producer.csv`, `consumer.csv`, `series.csv`, `summary.json`.\n")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("experiments: write %s: %w", path, err)

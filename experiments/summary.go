@@ -28,6 +28,8 @@ type Summary struct {
 	Ratios           []RatioResult  `json:"ratios"`
 	Systems          []SystemReport `json:"systems"`
 	Errors           []string       `json:"errors"`
+	// Compression is the compression experiment (compression.go), when run.
+	Compression *Compression `json:"compression,omitempty"`
 }
 
 // Average is one test's average throughput, flat for quick reading.

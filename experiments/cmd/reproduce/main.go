@@ -23,10 +23,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
@@ -45,6 +48,7 @@ type options struct {
 	testTimeout time.Duration
 	verbose     bool
 	replot      string
+	compression int // messages per codec of the compression experiment; 0: not run
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -62,6 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.testTimeout, "test-timeout", 0, "bound on one producer or consumer test (0: none)")
 	fs.BoolVar(&o.verbose, "v", false, "log server starts and stops")
 	fs.StringVar(&o.replot, "replot", "", "redraw the figures and REPORT.md of an existing run folder, and run nothing")
+	compression := fs.Int("compression-messages", -1, "messages per codec of the compression experiment (default: --messages, at most 1,000,000; 0 skips it)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -91,6 +96,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case "local", "containers", "auto":
 	default:
 		return o, fmt.Errorf("--services %q: want local, containers or auto", o.services)
+	}
+	o.compression = *compression
+	if o.compression < 0 {
+		o.compression = min(o.messages, 1_000_000)
+	}
+	if !slices.Contains(o.systems, "kafka") {
+		o.compression = 0
 	}
 	if o.out == "" {
 		o.out = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z"))
@@ -147,6 +159,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), o.out)
 	reports, runErr := experiments.Run(ctx, cfg, targets)
 	sum := experiments.NewSummary(cfg, reports, fig)
+	if o.compression > 0 && runErr == nil {
+		fmt.Fprintf(stderr, "reproduce: compression experiment, %d messages per codec\n", o.compression)
+		c, err := runCompression(ctx, o.compression, stderr)
+		if err != nil {
+			sum.Errors = append(sum.Errors, "compression: "+err.Error())
+			if c == nil {
+				c = &experiments.Compression{}
+			}
+			c.Error = err.Error()
+		}
+		sum.Compression = c
+	}
 	sum.Run = filepath.Base(o.out)
 	sum.Started, sum.Finished = started.UTC(), time.Now().UTC()
 	sum.Seconds = sum.Finished.Sub(sum.Started).Seconds()
@@ -229,4 +253,32 @@ func replot(dir string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "redrew %s\n", dir)
 	return 0
+}
+
+// runCompression runs the compression experiment against a broker process
+// of its own, started with the shipped settings by the one launcher
+// (compare/kafkaproc), so its CPU time is the broker's alone.
+func runCompression(ctx context.Context, n int, stderr io.Writer) (*experiments.Compression, error) {
+	repo, err := localsvc.RepoDir()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "reproduce-compression.")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "kafka")
+	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
+		return nil, err
+	}
+	b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, "broker")})
+	if err != nil {
+		return nil, err
+	}
+	c, err := experiments.RunCompression(ctx, b.Addr(), b.Pid(), n, func(s string) { fmt.Fprintln(stderr, "reproduce:", s) })
+	if c != nil {
+		c.BrokerSettings = b.Settings()
+	}
+	return c, errors.Join(err, b.Stop())
 }

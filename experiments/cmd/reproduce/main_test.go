@@ -79,7 +79,7 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	for _, f := range []string{"producer.csv", "consumer.csv", "series.csv", "summary.json", "REPORT.md",
-		"fig4_producer.png", "fig5_consumer.png", "fig_storage.png"} {
+		"fig4_producer.png", "fig5_consumer.png", "fig_storage.png", "fig_compression.png"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s missing or empty: %v", f, err)
 		}
@@ -91,6 +91,9 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	}
 	if len(sum.Errors) != 0 {
 		t.Errorf("errors: %q", sum.Errors)
+	}
+	if c := sum.Compression; c == nil || len(c.Codecs) != 3 || c.Codecs[1].BytesPerMessage >= c.Codecs[0].BytesPerMessage {
+		t.Errorf("compression experiment: %+v", c)
 	}
 	if want := len(strings.Split(systems, ",")); len(sum.Systems) != want {
 		t.Fatalf("%d systems in summary.json, want %d", len(sum.Systems), want)
