@@ -5,7 +5,10 @@
 #   make bench            the benchmarks, the hot paths' among them (MB/s, msgs/s and allocations)
 #   make perf             producer-perf and consumer-perf against a broker process (docs/PERFORMANCE.md)
 GO       ?= go
-SERVICES ?= local
+# Where the servers of the experiments run: auto (containers whenever a
+# Docker engine answers and the images can be had, which reproduce makes
+# with scripts/build-images.sh; else the Debian packages), containers, local.
+SERVICES ?= auto
 SYSTEMS  ?= kafka,activemq,rabbitmq
 MESSAGES ?= 10000000
 SIZE     ?= 200
@@ -14,9 +17,6 @@ FUZZTIME ?= 20s
 RATIO    ?= 5
 
 OUTFLAG := $(if $(OUT),--out $(OUT),)
-# SERVICES=containers builds (or reuses) the images first; auto only uses
-# containers when the images are already there.
-IMAGES  := $(if $(filter containers,$(SERVICES)),bash scripts/build-images.sh,true)
 
 .PHONY: all build test test-short bench perf fuzz deps reproduce reproduce-quick images clean
 
@@ -50,12 +50,12 @@ fuzz:
 	$(GO) test ./kafka/message -run '^$$' -fuzz '^FuzzDecompress$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./kafka/protocol -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME)
 
-reproduce: deps build
-	$(IMAGES)
+# No deps here: with Docker nothing needs installing, and the local servers'
+# scripts install their Debian package when it is missing.
+reproduce: build
 	./bin/reproduce --services $(SERVICES) --systems $(SYSTEMS) --messages $(MESSAGES) --message-size $(SIZE) $(OUTFLAG)
 
-reproduce-quick: deps build
-	$(IMAGES)
+reproduce-quick: build
 	./bin/reproduce --quick --services $(SERVICES) --systems $(SYSTEMS) --message-size $(SIZE) --check-ratio $(RATIO) $(OUTFLAG)
 
 images:

@@ -98,8 +98,10 @@ func command(name string, args ...string) string {
 // on a shared machine, and this VM's writes slow down as its page cache
 // grows (docs/PERFORMANCE.md).
 type MachineLoad struct {
-	Avg1, Avg5, Avg15 float64
-	PageCacheMB       int64
+	Avg1        float64 `json:"load1"`
+	Avg5        float64 `json:"load5"`
+	Avg15       float64 `json:"load15"`
+	PageCacheMB int64   `json:"page_cache_mb"`
 }
 
 // ReadMachineLoad reads the load now; a missing file leaves its fields zero.

@@ -20,6 +20,12 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	w("Started %s, took %.0f s. %s messages of %d bytes per test; consumer prefetch %d messages / %d bytes; services: %s.\n\n",
 		s.Started.UTC().Format("2006-01-02 15:04:05 UTC"), s.Seconds, commas(float64(s.Messages)), s.MessageSize,
 		s.PrefetchMessages, s.PrefetchBytes, s.Services)
+	if s.ServicesWhy != "" {
+		w("Servers: **%s** provider — %s.\n\n", s.Services, s.ServicesWhy)
+	}
+	if s.LoadAtStart != nil && s.LoadAtEnd != nil {
+		w("Machine at the start: %s; at the end: %s.\n\n", s.LoadAtStart, s.LoadAtEnd)
+	}
 	if s.Command != "" {
 		w("Command: `%s`\n\n", s.Command)
 	}

@@ -18,7 +18,10 @@ type Summary struct {
 	Finished         time.Time      `json:"finished"`
 	Seconds          float64        `json:"seconds"`
 	Command          string         `json:"command,omitempty"`
-	Services         string         `json:"services"` // local or containers
+	Services         string         `json:"services"`               // local or containers
+	ServicesWhy      string         `json:"services_why,omitempty"` // how the provider was chosen (and the images made)
+	LoadAtStart      *MachineLoad   `json:"load_at_start,omitempty"`
+	LoadAtEnd        *MachineLoad   `json:"load_at_end,omitempty"`
 	Messages         int            `json:"messages"`
 	MessageSize      int            `json:"message_size"`
 	PrefetchMessages int            `json:"prefetch_messages"`

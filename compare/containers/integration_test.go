@@ -1,6 +1,7 @@
 package containers
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -21,32 +22,24 @@ import (
 	"github.com/kafkarepro/kafkarepro/experiments"
 )
 
-// requireImages skips under -short or when Docker itself is absent, and
-// otherwise runs scripts/build-images.sh (reusing what exists), failing the
-// test if the images cannot be made.
+// requireImages skips under -short or when no Docker engine answers, and
+// otherwise makes the images with EnsureImages (scripts/build-images.sh,
+// reusing what exists), failing the test if they cannot be made.
 func requireImages(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs Docker")
 	}
-	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("Docker is absent: no docker command")
-	}
-	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		t.Skipf("Docker is absent: docker info: %v: %s", err, out)
+	if _, err := DockerVersion(t.Context()); err != nil {
+		t.Skipf("Docker is absent: %v", err)
 	}
 	repo := repoDir(t)
-	start := time.Now()
-	cmd := exec.Command("bash", repo+"/scripts/build-images.sh")
-	cmd.Dir = repo
-	out, err := cmd.CombinedOutput()
+	var progress bytes.Buffer
+	r, err := EnsureImages(t.Context(), repo, &progress)
 	if err != nil {
-		t.Fatalf("scripts/build-images.sh: %v\n%s", err, out)
+		t.Fatalf("%v\n%s", err, progress.String())
 	}
-	t.Logf("scripts/build-images.sh (%s):\n%s", time.Since(start).Round(time.Second), out)
-	if err := Available(t.Context()); err != nil {
-		t.Fatalf("Available after build-images.sh: %v", err)
-	}
+	t.Logf("%s", r)
 	return repo
 }
 

@@ -7,6 +7,12 @@
 //	go run ./experiments/cmd/reproduce                      # the paper's 10,000,000 messages
 //	go run ./experiments/cmd/reproduce --check-ratio 2      # exit 1 unless we are 2x faster
 //	go run ./experiments/cmd/reproduce --replot results/X   # redraw a run's figures and REPORT.md
+//	go run ./experiments/cmd/reproduce --services local     # the Debian packages even where Docker runs
+//
+// The servers run in Docker containers whenever a Docker engine answers
+// (--services auto, the default; the images are reused, pulled or built by
+// scripts/build-images.sh first), and as local processes otherwise; the run
+// prints which, and why, at its start and in REPORT.md.
 //
 // The exit code is 0 when every test ran and every ratio check passed, 1
 // when a system failed (its error is in summary.json; the others were still
@@ -60,7 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.size, "message-size", 200, "bytes per message (the paper: 200)")
 	quick := fs.Bool("quick", false, fmt.Sprintf("a short run: %d messages (overrides --messages)", QuickMessages))
 	fs.StringVar(&o.out, "out", "", "output folder (default results/<UTC timestamp>)")
-	fs.StringVar(&o.services, "services", "local", "where servers run: local, containers or auto")
+	fs.StringVar(&o.services, "services", "auto", "where servers run: local (Debian packages), containers (Docker), or auto: containers whenever a Docker engine answers and the images can be made, else local")
 	fs.Float64Var(&o.checkRatio, "check-ratio", 0, "exit 1 unless our batch-50 producer and our consumer are at least this many times faster than every other system")
 	fs.BoolVar(&o.keep, "keep", false, "keep the servers' data and logs")
 	fs.DurationVar(&o.testTimeout, "test-timeout", 0, "bound on one producer or consumer test (0: none)")
@@ -140,12 +146,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "reproduce:", err)
 		return 1
 	}
-	prov, err := newProvider(o, logger)
+	loadStart := experiments.ReadMachineLoad()
+	prov, why, err := newProvider(ctx, o, logger, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "reproduce:", err)
 		return 1
 	}
 	defer prov.Close()
+	fmt.Fprintf(stderr, "reproduce: services %s (%s)\n", prov.Name(), why)
 
 	cfg := experiments.DefaultConfig()
 	cfg.Messages, cfg.MessageSize, cfg.TestTimeout, cfg.Log = o.messages, o.size, o.testTimeout, logger
@@ -155,8 +163,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		targets = append(targets, target(prov, name))
 	}
 	started := time.Now()
-	fmt.Fprintf(stderr, "reproduce: %d messages of %d bytes; systems %s; services %s; output %s\n",
-		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), o.out)
+	fmt.Fprintf(stderr, "reproduce: %d messages of %d bytes; systems %s; services %s; output %s; %s\n",
+		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), o.out, loadStart)
 	reports, runErr := experiments.Run(ctx, cfg, targets)
 	sum := experiments.NewSummary(cfg, reports, fig)
 	if o.compression > 0 && runErr == nil {
@@ -175,7 +183,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sum.Started, sum.Finished = started.UTC(), time.Now().UTC()
 	sum.Seconds = sum.Finished.Sub(sum.Started).Seconds()
 	sum.Command = "reproduce " + strings.Join(args, " ")
-	sum.Services = prov.Name()
+	sum.Services, sum.ServicesWhy = prov.Name(), why
+	sum.LoadAtStart, sum.LoadAtEnd = &loadStart, new(experiments.ReadMachineLoad())
 	sum.Machine = experiments.DescribeMachine(prov.DataRoot())
 	if runErr != nil {
 		sum.Errors = append(sum.Errors, "run interrupted: "+runErr.Error())

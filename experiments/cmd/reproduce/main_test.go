@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +27,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.messages != QuickMessages || len(o.systems) != 2 || o.systems[1] != "rabbitmq" || o.checkRatio != 2 ||
-		!strings.HasPrefix(o.out, "results"+string(filepath.Separator)) || o.services != "local" {
+		!strings.HasPrefix(o.out, "results"+string(filepath.Separator)) || o.services != "auto" {
 		t.Errorf("options = %+v", o)
 	}
 	o, err = parseFlags(nil, &stderr)
@@ -47,7 +48,7 @@ func TestContainersHook(t *testing.T) {
 		t.Error("compare/containers is not wired in (containers.go)")
 	}
 	newContainersProvider = nil
-	_, err := newProvider(options{services: "containers"}, nil)
+	_, _, err := newProvider(context.Background(), options{services: "containers"}, nil, io.Discard)
 	if !errors.Is(err, ErrNoContainers) {
 		t.Errorf("err = %v, want ErrNoContainers", err)
 	}
@@ -73,7 +74,7 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := run(context.Background(), []string{"--quick", "--systems", systems, "--out", out}, &stdout, &stderr)
+	code := run(context.Background(), []string{"--quick", "--services", "local", "--systems", systems, "--out", out}, &stdout, &stderr)
 	t.Logf("took %v\n%s", time.Since(start), stdout.String())
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())

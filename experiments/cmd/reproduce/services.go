@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/kafkarepro/kafkarepro/compare"
@@ -23,31 +24,74 @@ type localProvider struct{ *local.Provider }
 
 func (p localProvider) DataRoot() string { return p.Root() }
 
-// newContainersProvider starts servers in Docker through testcontainers-go
-// and containersAvailable tells whether it can run here; containers.go sets
-// both from compare/containers. Without that file (nil hooks) --services
-// containers fails with ErrNoContainers and auto falls back to local.
+// The containers provider (compare/containers) and what choosing it needs;
+// containers.go sets them. Without that file (nil hooks) --services
+// containers fails with ErrNoContainers and auto takes the local provider.
 var (
+	// newContainersProvider starts servers in Docker through testcontainers-go.
 	newContainersProvider func(o options) (provider, error)
-	containersAvailable   func() bool
+	// dockerVersion returns the Docker engine's version if one answers.
+	dockerVersion func(ctx context.Context) (string, error)
+	// ensureImages makes the images exist (reused, pulled, or built as
+	// stand-ins by scripts/build-images.sh) and says what it did and how long
+	// it took; the script's progress goes to progress.
+	ensureImages func(ctx context.Context, progress io.Writer) (string, error)
 )
 
-func newProvider(o options, logger *slog.Logger) (provider, error) {
+// newProvider returns the provider o.services asks for and a sentence on
+// why it is the one, for the start of the run and REPORT.md:
+//   - local: the Debian packages on this machine (scripts/<svc>.sh);
+//   - containers: Docker, with the images made first (an error if they
+//     cannot be);
+//   - auto, the default: containers whenever a Docker engine answers and the
+//     images can be made, local otherwise.
+func newProvider(ctx context.Context, o options, logger *slog.Logger, progress io.Writer) (provider, string, error) {
 	switch o.services {
 	case "containers":
 		if newContainersProvider == nil {
-			return nil, fmt.Errorf("%w: compare/containers is not wired into experiments/cmd/reproduce yet (see services.go)", ErrNoContainers)
+			return nil, "", fmt.Errorf("%w: compare/containers is not wired into experiments/cmd/reproduce yet (see services.go)", ErrNoContainers)
 		}
-		return newContainersProvider(o)
+		images, err := ensureImages(ctx, progress)
+		if err != nil {
+			return nil, "", err
+		}
+		p, err := newContainersProvider(o)
+		return p, "asked for (--services containers); images: " + images, err
 	case "auto":
-		if newContainersProvider != nil && containersAvailable != nil && containersAvailable() {
-			p, err := newContainersProvider(o)
-			if err == nil {
-				return p, nil
-			}
-			logger.Warn("containers provider failed, using local", "error", err)
+		p, why := autoContainers(ctx, o, logger, progress)
+		if p != nil {
+			return p, why, nil
+		}
+		lp, err := newLocalProvider(o, logger)
+		return lp, why + ", so the local servers (Debian packages, scripts/<service>.sh)", err
+	}
+	p, err := newLocalProvider(o, logger)
+	return p, "asked for (--services local): the Debian packages on this machine (scripts/<service>.sh)", err
+}
+
+// autoContainers is --services auto's try of the containers provider: it
+// returns it when a Docker engine answers and the images can be made, and
+// otherwise nil and why not.
+func autoContainers(ctx context.Context, o options, logger *slog.Logger, progress io.Writer) (provider, string) {
+	if newContainersProvider == nil {
+		return nil, "auto: this build has no containers provider"
+	}
+	version, err := dockerVersion(ctx)
+	if err != nil {
+		return nil, fmt.Sprintf("auto: no Docker engine answered (%v)", err)
+	}
+	images, err := ensureImages(ctx, progress)
+	if err == nil {
+		var p provider
+		if p, err = newContainersProvider(o); err == nil {
+			return p, fmt.Sprintf("auto: Docker %s answered; images: %s", version, images)
 		}
 	}
+	logger.Warn("containers provider unavailable, using local", "error", err)
+	return nil, fmt.Sprintf("auto: Docker %s answered, but the containers could not be had (%v)", version, err)
+}
+
+func newLocalProvider(o options, logger *slog.Logger) (provider, error) {
 	p, err := local.New(local.Options{Keep: o.keep, Log: logger})
 	if err != nil {
 		return nil, err
