@@ -16,7 +16,7 @@ import (
 // the same byte offset (§3.1) on every replica."
 func TestIntegration_ClaimSameByteOffsetsOnEveryReplica(t *testing.T) {
 	rc := startReplCluster(t, 3, nil)
-	rc.create("same", replication.Assignment{{1, 2, 0}})
+	rc.create("same", replication.Assignment{{0, 2, 1}}) // broker 0 leads: its state is all zeros (leader 0, epoch 0, version 0)
 	leader := rc.leaderBroker("same", 0)
 	cl := dialRaw(t, leader.HostPort())
 	var offsets []int64

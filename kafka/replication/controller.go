@@ -394,8 +394,8 @@ func (c *controller) send(live map[int32]zk.Broker, current map[TopicPartition]p
 				continue
 			}
 			ss := sentState{st.Leader, st.LeaderEpoch, st.Version}
-			if sent[tp] == ss {
-				continue
+			if prev, ok := sent[tp]; ok && prev == ss {
+				continue // (a map lookup with ok: leader 0, epoch 0, version 0 is also the zero value)
 			}
 			sent[tp] = ss
 			batch = append(batch, st)
