@@ -32,6 +32,12 @@ func startBroker(dir string, filled int64) (lb *loopback, end int64, err error) 
 	if err != nil {
 		return nil, 0, err
 	}
+	return serveBroker(cfg, filled)
+}
+
+// serveBroker is startBroker with settings of the caller's.
+func serveBroker(cfg broker.Config, filled int64) (lb *loopback, end int64, err error) {
+	dir := cfg.LogDir
 	b, err := broker.New(cfg, broker.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, 0, fmt.Errorf("hotpath: start a broker in %s: %w", dir, err)

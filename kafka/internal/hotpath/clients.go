@@ -1,12 +1,15 @@
 package hotpath
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"sync"
+	"os"
+	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
@@ -15,8 +18,8 @@ import (
 )
 
 // producerSend is the sync producer's Send of one batch: one PRODUCE
-// request, one socket write (§5). The other end reads and drops the bytes,
-// so the time and the allocations are the client's alone.
+// request, one socket write (§5). The other end, a sink process, reads and
+// drops the bytes, so the time and the allocations are the client's alone.
 type producerSend struct {
 	inMemory
 	sink  *sink
@@ -31,7 +34,7 @@ func openSend(batch int) func(dir string) (Op, error) {
 			return nil, err
 		}
 		cfg := producer.DefaultConfig()
-		cfg.BrokerList = "0:" + s.ln.Addr().String()
+		cfg.BrokerList = "0:" + s.addr
 		cfg.Magic = message.MagicV0 // the paper's format, as §5 measures it
 		p, err := producer.NewSync(cfg)
 		if err != nil {
@@ -58,47 +61,95 @@ func (o *producerSend) Do() error {
 
 func (o *producerSend) Close() error { return errors.Join(o.p.Close(), o.sink.close()) }
 
-// sink accepts connections on 127.0.0.1 and discards what they send.
+// sink is a process that accepts connections on 127.0.0.1 and discards
+// what they send: this binary again, started with HOTPATH_SINK=1 (see
+// init). It runs apart so that neither its reads nor its scheduling count
+// in the client's time, allocations or instructions. An instruction
+// counter starts the sink itself, outside valgrind (which follows only the
+// process it started and cannot run this one's fork), and names it in
+// HOTPATH_SINK_ADDR.
 type sink struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
+	addr  string
+	cmd   *exec.Cmd // nil for a sink given by HOTPATH_SINK_ADDR
+	stdin io.Closer
 }
 
-func newSink() (*sink, error) {
+// sinkEnv is set in a sink process's environment; sinkAddrEnv names a
+// sink already running.
+const (
+	sinkEnv     = "HOTPATH_SINK"
+	sinkAddrEnv = "HOTPATH_SINK_ADDR"
+)
+
+func init() {
+	if os.Getenv(sinkEnv) == "1" {
+		if err := serveSink(); err != nil {
+			fmt.Fprintln(os.Stderr, "hotpath sink:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}
+
+// serveSink is the sink process: it prints its address, discards what
+// every connection sends, and exits when its standard input closes (the
+// parent is done or gone).
+func serveSink() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("hotpath: listen: %w", err)
+		return err
 	}
-	s := &sink{ln: ln}
-	s.wg.Add(1)
+	fmt.Println(ln.Addr())
 	go func() {
-		defer s.wg.Done()
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go func() { defer s.wg.Done(); io.Copy(io.Discard, c) }()
+			go io.Copy(io.Discard, c)
 		}
 	}()
-	return s, nil
+	_, err = io.Copy(io.Discard, os.Stdin)
+	return err
+}
+
+func newSink() (*sink, error) {
+	if addr := os.Getenv(sinkAddrEnv); addr != "" {
+		return &sink{addr: addr}, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("hotpath: find this binary to start a sink: %w", err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), sinkEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("hotpath: start a sink: %w", err)
+	}
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stdin.Close()
+		cmd.Wait()
+		return nil, fmt.Errorf("hotpath: the sink said no address: %w", err)
+	}
+	return &sink{addr: strings.TrimSpace(addr), cmd: cmd, stdin: stdin}, nil
 }
 
 func (s *sink) close() error {
-	err := s.ln.Close()
-	s.mu.Lock()
-	for _, c := range s.conns {
-		c.Close()
+	if s.cmd == nil {
+		return nil
 	}
-	s.mu.Unlock()
-	s.wg.Wait()
-	return err
+	s.stdin.Close()
+	return s.cmd.Wait()
 }
 
 // consumerIterate is the consumer application's loop: PartitionIterator

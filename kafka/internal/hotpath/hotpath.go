@@ -14,6 +14,8 @@
 //	producer/send-batch1     SyncProducer.Send of 1 message (one socket write)
 //	producer/send-batch50    SyncProducer.Send of 50 messages
 //	consumer/iterate         PartitionIterator.Next over a broker on loopback
+//	e2e/produce-consume      1,000 messages sent by a SyncProducer, flushed by
+//	                         the broker and read back by a PartitionIterator
 //
 // A Path is opened in a folder (for the logs it writes) and gives an Op.
 // One call of Op.Do moves Path.Messages messages; Op.Settle waits until
@@ -82,6 +84,7 @@ func Paths() []Path {
 		{Name: "producer/send-batch1", Messages: 1, Bytes: wire, Open: openSend(1)},
 		{Name: "producer/send-batch50", Messages: 50, Bytes: 50 * wire, Open: openSend(50)},
 		{Name: "consumer/iterate", Messages: 1, Bytes: wire, Open: openConsumerIterate},
+		{Name: "e2e/produce-consume", Messages: e2eMessages, Bytes: e2eMessages * wire, Open: openEndToEnd},
 	}
 }
 
