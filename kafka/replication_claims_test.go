@@ -5,11 +5,14 @@ package kafka_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // "Followers fetch from the leader like consumers and append the leader's bytes verbatim, so a message has
@@ -47,4 +50,134 @@ func TestIntegration_ClaimSameByteOffsetsOnEveryReplica(t *testing.T) {
 		}
 	}
 	t.Logf("20 sets at offsets %v...; %d identical bytes on brokers 0, 1 and 2", offsets[:3], len(logs[0]))
+}
+
+// "-1: answered once the message is committed (synchronous replication)": every set acknowledged with acks=-1
+// is read back, at the same offset, from the new leader after the old one is stopped.
+func TestIntegration_ClaimAcksAllSurvivesTheLeader(t *testing.T) {
+	rc := startReplCluster(t, 3, map[string]string{"log.flush.interval": "1"})
+	rc.create("safe", replication.Assignment{{1, 2, 0}})
+	old := rc.leaderBroker("safe", 0)
+	cl := dialRaw(t, old.HostPort())
+	acked := map[int64]string{}
+	for i := range 50 {
+		m := "acknowledged " + string(rune('A'+i%26)) + string(rune('a'+i/26))
+		res := cl.produce("safe", 0, protocol.AcksAll, 5*time.Second, m)
+		if res.Error != protocol.ErrNone {
+			t.Fatalf("produce %d: %v", i, res.Error)
+		}
+		acked[res.Offset] = m
+	}
+	if err := old.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	rc.waitFor("a new leader", func() bool { b := rc.leaderBroker("safe", 0); return b != nil && b != old })
+	nl := rc.leaderBroker("safe", 0)
+	rc.waitFor("the new leader's HW over everything acknowledged", func() bool {
+		return nl.Replication().Partition("safe", 0).HighWatermark() >= nl.Replication().Partition("safe", 0).Log().LogEndOffset()
+	})
+	nl.Flush("safe", 0)
+	code, set := dialRaw(t, nl.HostPort()).fetch("safe", 0, 0)
+	if code != protocol.ErrNone {
+		t.Fatalf("fetch from the new leader %d: %v", nl.ID, code)
+	}
+	got := map[int64]string{}
+	it := message.NewIterator(set, 0)
+	for it.Next() {
+		got[it.Offset()] = string(it.Message().Payload())
+	}
+	for off, m := range acked {
+		if got[off] != m {
+			t.Errorf("acknowledged %q at offset %d; the new leader has %q there", m, off, got[off])
+		}
+	}
+	t.Logf("acknowledged %d, read back %d from broker %d after broker %d stopped; lost %d", len(acked), len(got), nl.ID, old.ID, len(acked)-len(got))
+}
+
+// "A follower leaves the ISR when ... and comes back when its fetch offset reaches the leader's LEO": a
+// stopped follower leaves (the controller takes a dead broker out), the ISR of one still commits acks=-1,
+// and the follower is back once it has fetched what it missed.
+func TestIntegration_ClaimISRShrinksAndExpands(t *testing.T) {
+	rc := startReplCluster(t, 3, nil)
+	rc.create("isr", replication.Assignment{{0, 1, 2}})
+	cl := dialRaw(t, rc.brokers[0].HostPort())
+	if res := cl.produce("isr", 0, protocol.AcksAll, 5*time.Second, "before"); res.Error != protocol.ErrNone {
+		t.Fatal(res.Error)
+	}
+	rc.brokers[2].Stop()
+	rc.waitISR("isr", 0, 0, 1)
+	for i := range 20 {
+		if res := cl.produce("isr", 0, protocol.AcksAll, 5*time.Second, "while 2 is away "+string(rune('a'+i))); res.Error != protocol.ErrNone {
+			t.Fatalf("acks=-1 with ISR [0 1]: %v", res.Error)
+		}
+	}
+	rc.brokers[2].Restart()
+	rc.waitISR("isr", 0, 0, 1, 2)
+	leader := rc.brokers[0].Replication().Partition("isr", 0).Log().LogEndOffset()
+	if got := rc.brokers[2].Replication().Partition("isr", 0).Log().LogEndOffset(); got != leader {
+		t.Fatalf("broker 2 back in the ISR at log end %d, the leader's is %d", got, leader)
+	}
+}
+
+// "A broker refuses a request with an epoch older than the newest it has seen (StaleControllerEpoch)": a
+// LEADER_AND_ISR from a deposed controller changes nothing.
+func TestIntegration_ClaimStaleControllerEpochIsRefused(t *testing.T) {
+	rc := startReplCluster(t, 3, nil)
+	rc.create("epochs", replication.Assignment{{0, 1, 2}})
+	st := rc.state("epochs", 0)
+	b := rc.brokers[1]
+	stale := protocol.LeaderAndISRRequest{ControllerID: 2, ControllerEpoch: st.ControllerEpoch - 1,
+		Brokers: []protocol.BrokerAddr{{ID: 1, Host: "127.0.0.1", Port: 1}},
+		Partitions: []protocol.PartitionState{{Topic: "epochs", Partition: 0, Leader: 1, LeaderEpoch: st.LeaderEpoch + 5,
+			ISR: []int32{1}, Replicas: []int32{0, 1, 2}}}}
+	code, _, err := dialRaw(t, b.HostPort()).call(stale)
+	if err != nil || code != protocol.ErrStaleControllerEpoch {
+		t.Fatalf("LEADER_AND_ISR with controller epoch %d (current %d): %v, %v; want StaleControllerEpoch", stale.ControllerEpoch, st.ControllerEpoch, code, err)
+	}
+	if b.Replication().Partition("epochs", 0).IsLeader() {
+		t.Fatal("broker 1 took the leadership a stale controller offered")
+	}
+}
+
+// Bad input gets a clear error and changes nothing: a replica fetch from a broker outside the replicas, a
+// produce to a broker that does not lead, a creation with too high a replication factor, a hostile name.
+func TestIntegration_ReplicationBadInput(t *testing.T) {
+	rc := startReplCluster(t, 3, nil)
+	rc.create("bad", replication.Assignment{{0, 1}})
+	leader := dialRaw(t, rc.brokers[0].HostPort())
+	// Broker 2 is no replica of bad-0.
+	code, payload, err := leader.call(protocol.ReplicaFetchRequest{ReplicaID: 2, Fetches: []protocol.FetchRequest{{Topic: "bad", Partition: 0, MaxSize: 1024}}})
+	if err != nil || code != protocol.ErrNone {
+		t.Fatal(code, err)
+	}
+	var partCode protocol.ErrorCode
+	protocol.DecodeReplicaFetchResponse(payload, &protocol.ReplicaFetchPart{}, func(_ int, p *protocol.ReplicaFetchPart) error { partCode = p.Error; return nil })
+	if partCode != protocol.ErrReplicaNotAvailable {
+		t.Errorf("replica fetch from broker 2, not a replica: %v, want ReplicaNotAvailable", partCode)
+	}
+	// A produce to the follower.
+	if res := dialRaw(t, rc.brokers[1].HostPort()).produce("bad", 0, protocol.AcksLeader, time.Second, "x"); res.Error != protocol.ErrNotLeaderForPartition {
+		t.Errorf("produce to the follower: %v, want NotLeaderForPartition", res.Error)
+	}
+	if n := rc.brokers[1].Replication().Partition("bad", 0).Log().LogEndOffset(); n != 0 {
+		t.Errorf("the follower appended a refused produce: log end %d", n)
+	}
+	// Too high a replication factor, and a hostile name: refused before any node is written.
+	if _, err := replication.Assign([]int32{0, 1, 2}, 1, 4, -1, -1); !errors.Is(err, replication.ErrBadAssignment) {
+		t.Errorf("replication factor 4 on 3 brokers: %v", err)
+	}
+	if err := replication.CreateTopic(rc.zk, "../etc", replication.Assignment{{0}}); err == nil {
+		t.Error("a topic named ../etc was created")
+	}
+	if err := replication.CreateTopic(rc.zk, "ghost", replication.Assignment{{0, 7}}); !errors.Is(err, replication.ErrBadAssignment) {
+		t.Errorf("assignment naming dead broker 7: %v", err)
+	}
+	for _, path := range []string{zk.BrokerTopicPath("ghost"), "/brokers/etc"} {
+		if ok, _ := rc.zk.Exists(path); ok {
+			t.Errorf("%s exists after a refused creation", path)
+		}
+	}
+	if err := replication.CreateTopic(rc.zk, "bad", replication.Assignment{{0}}); !errors.Is(err, replication.ErrTopicExists) {
+		t.Errorf("creating bad twice: %v, want ErrTopicExists", err)
+	}
 }

@@ -102,13 +102,13 @@ type ReplicaFetchPart struct {
 }
 
 // DecodeReplicaFetchResponse walks the payload of a REPLICA_FETCH answer and
-// calls fn for each part in order, with epochs decoded into scratch (reused
-// between parts and calls: pass the returned slice back). It allocates
-// nothing once scratch is large enough.
-func DecodeReplicaFetchResponse(payload []byte, scratch []EpochEntry, fn func(i int, p *ReplicaFetchPart) error) ([]EpochEntry, error) {
+// calls fn for each part in order, decoded into p, whose Epochs slice is
+// reused (keep p between calls). It allocates nothing once p.Epochs is large
+// enough.
+func DecodeReplicaFetchResponse(payload []byte, p *ReplicaFetchPart, fn func(i int, p *ReplicaFetchPart) error) error {
 	r := reader{b: payload, kind: "REPLICA_FETCH response"}
 	n := r.count(2 + 4 + 2 + 8 + 2 + 4)
-	var p ReplicaFetchPart
+	scratch := p.Epochs
 	for i := 0; i < n && r.err == nil; i++ {
 		tn := r.int16("topic length")
 		if r.err == nil && tn < 0 {
@@ -132,9 +132,9 @@ func DecodeReplicaFetchResponse(payload []byte, scratch []EpochEntry, fn func(i 
 		if r.err != nil {
 			break
 		}
-		if err := fn(i, &p); err != nil {
-			return scratch, err
+		if err := fn(i, p); err != nil {
+			return err
 		}
 	}
-	return scratch, r.end()
+	return r.end()
 }

@@ -93,7 +93,7 @@ func TestReplicaFetchRoundTrip(t *testing.T) {
 	payload = append(payload, set...)
 	payload = AppendReplicaFetchPart(payload, "s", 3, ErrNotLeaderForPartition, -1, nil, 0)
 	var seen []string
-	_, err = DecodeReplicaFetchResponse(payload, nil, func(i int, p *ReplicaFetchPart) error {
+	err = DecodeReplicaFetchResponse(payload, &ReplicaFetchPart{}, func(i int, p *ReplicaFetchPart) error {
 		switch i {
 		case 0:
 			if string(p.Topic) != "r" || p.HighWatermark != 630 || !reflect.DeepEqual(p.Epochs, epochs) || string(p.Set) != "0123456789" {
@@ -110,7 +110,7 @@ func TestReplicaFetchRoundTrip(t *testing.T) {
 	if err != nil || len(seen) != 2 {
 		t.Fatalf("decoded %v, %v", seen, err)
 	}
-	if _, err := DecodeReplicaFetchResponse(payload[:len(payload)-3], nil, func(int, *ReplicaFetchPart) error { return nil }); !errors.Is(err, ErrMalformed) {
+	if err := DecodeReplicaFetchResponse(payload[:len(payload)-3], &ReplicaFetchPart{}, func(int, *ReplicaFetchPart) error { return nil }); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("truncated answer: err = %v, want ErrMalformed", err)
 	}
 }

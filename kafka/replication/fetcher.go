@@ -39,7 +39,7 @@ type fetcher struct {
 	rbuf    []byte
 	reqs    []protocol.FetchRequest
 	active  []*fetchPart
-	epochs  []protocol.EpochEntry
+	part    protocol.ReplicaFetchPart // decoding scratch
 	apply   func(int, *protocol.ReplicaFetchPart) error
 	refused bool // the last answer refused a partition: pause before the next round
 }
@@ -284,9 +284,7 @@ func (f *fetcher) fetch() error {
 func (f *fetcher) applyResponse(payload []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var err error
-	f.epochs, err = protocol.DecodeReplicaFetchResponse(payload, f.epochs, f.apply)
-	return err
+	return protocol.DecodeReplicaFetchResponse(payload, &f.part, f.apply)
 }
 
 // applyPart is one partition of the answer. f.mu is held.
