@@ -249,7 +249,7 @@ func (rc *replCluster) replicaFetch(c *rawClient, id int32, topicName string, p 
 		rc.t.Fatalf("REPLICA_FETCH of %q as broker %d: code %d, %v (the connection should stay)", topicName, id, code, err)
 	}
 	var out []replicaFetchPart
-	if _, err := protocol.DecodeReplicaFetchResponse(payload, nil, func(_ int, part *protocol.ReplicaFetchPart) error {
+	if err := protocol.DecodeReplicaFetchResponse(payload, &protocol.ReplicaFetchPart{}, func(_ int, part *protocol.ReplicaFetchPart) error {
 		out = append(out, replicaFetchPart{err: part.Error, hw: part.HighWatermark, setLen: len(part.Set)})
 		return nil
 	}); err != nil {
