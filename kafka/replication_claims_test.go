@@ -5,14 +5,12 @@ package kafka_test
 
 import (
 	"bytes"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
-	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // "Followers fetch from the leader like consumers and append the leader's bytes verbatim, so a message has
@@ -136,48 +134,5 @@ func TestIntegration_ClaimStaleControllerEpochIsRefused(t *testing.T) {
 	}
 	if b.Replication().Partition("epochs", 0).IsLeader() {
 		t.Fatal("broker 1 took the leadership a stale controller offered")
-	}
-}
-
-// Bad input gets a clear error and changes nothing: a replica fetch from a broker outside the replicas, a
-// produce to a broker that does not lead, a creation with too high a replication factor, a hostile name.
-func TestIntegration_ReplicationBadInput(t *testing.T) {
-	rc := startReplCluster(t, 3, nil)
-	rc.create("bad", replication.Assignment{{0, 1}})
-	leader := dialRaw(t, rc.brokers[0].HostPort())
-	// Broker 2 is no replica of bad-0.
-	code, payload, err := leader.call(protocol.ReplicaFetchRequest{ReplicaID: 2, Fetches: []protocol.FetchRequest{{Topic: "bad", Partition: 0, MaxSize: 1024}}})
-	if err != nil || code != protocol.ErrNone {
-		t.Fatal(code, err)
-	}
-	var partCode protocol.ErrorCode
-	protocol.DecodeReplicaFetchResponse(payload, &protocol.ReplicaFetchPart{}, func(_ int, p *protocol.ReplicaFetchPart) error { partCode = p.Error; return nil })
-	if partCode != protocol.ErrReplicaNotAvailable {
-		t.Errorf("replica fetch from broker 2, not a replica: %v, want ReplicaNotAvailable", partCode)
-	}
-	// A produce to the follower.
-	if res := dialRaw(t, rc.brokers[1].HostPort()).produce("bad", 0, protocol.AcksLeader, time.Second, "x"); res.Error != protocol.ErrNotLeaderForPartition {
-		t.Errorf("produce to the follower: %v, want NotLeaderForPartition", res.Error)
-	}
-	if n := rc.brokers[1].Replication().Partition("bad", 0).Log().LogEndOffset(); n != 0 {
-		t.Errorf("the follower appended a refused produce: log end %d", n)
-	}
-	// Too high a replication factor, and a hostile name: refused before any node is written.
-	if _, err := replication.Assign([]int32{0, 1, 2}, 1, 4, -1, -1); !errors.Is(err, replication.ErrBadAssignment) {
-		t.Errorf("replication factor 4 on 3 brokers: %v", err)
-	}
-	if err := replication.CreateTopic(rc.zk, "../etc", replication.Assignment{{0}}); err == nil {
-		t.Error("a topic named ../etc was created")
-	}
-	if err := replication.CreateTopic(rc.zk, "ghost", replication.Assignment{{0, 7}}); !errors.Is(err, replication.ErrBadAssignment) {
-		t.Errorf("assignment naming dead broker 7: %v", err)
-	}
-	for _, path := range []string{zk.BrokerTopicPath("ghost"), "/brokers/etc"} {
-		if ok, _ := rc.zk.Exists(path); ok {
-			t.Errorf("%s exists after a refused creation", path)
-		}
-	}
-	if err := replication.CreateTopic(rc.zk, "bad", replication.Assignment{{0}}); !errors.Is(err, replication.ErrTopicExists) {
-		t.Errorf("creating bad twice: %v, want ErrTopicExists", err)
 	}
 }
