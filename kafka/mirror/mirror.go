@@ -204,7 +204,7 @@ func (m *Maker) runSource(ctx context.Context, idx int) error {
 			log.Info("mirror: mirroring", "topics", topics)
 		}
 		current = topics
-		done, err := m.mirrorTopics(ctx, gc, topics, changed, commitEvery, log)
+		done, err := m.mirrorTopics(ctx, zc, gc, topics, changed, commitEvery, log)
 		if err != nil || done {
 			return err
 		}
@@ -239,7 +239,7 @@ func (m *Maker) matchingTopics(zc *zk.Client) ([]string, <-chan struct{}, error)
 // mirrorTopics runs one group consumer over topics until ctx ends (done) or
 // the source's topic list changes. It commits what was sent before it
 // returns.
-func (m *Maker) mirrorTopics(ctx context.Context, gc consumer.GroupConfig, topics []string, changed <-chan struct{},
+func (m *Maker) mirrorTopics(ctx context.Context, zc *zk.Client, gc consumer.GroupConfig, topics []string, changed <-chan struct{},
 	commitEvery time.Duration, log *slog.Logger) (done bool, err error) {
 	g, err := consumer.NewGroupConsumer(gc)
 	if err != nil {
@@ -289,6 +289,13 @@ func (m *Maker) mirrorTopics(ctx context.Context, gc consumer.GroupConfig, topic
 		case <-ctx.Done():
 			done = true
 		case <-changed:
+			// Another topic registered: start over only if the filter
+			// keeps it, since a new consumer means a rebalance.
+			now, again, err := m.matchingTopics(zc)
+			if err == nil && slices.Equal(now, topics) {
+				changed = again
+				continue
+			}
 		}
 		break
 	}
