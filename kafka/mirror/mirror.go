@@ -35,6 +35,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,7 +67,9 @@ type Config struct {
 }
 
 // Filter compiles the topic filter: exactly one of whitelist and blacklist,
-// each a regular expression that must match the whole topic name.
+// each a regular expression that must match the whole topic name. A comma
+// means "or", as in 0.7's MirrorMaker (which replaced commas with '|'), so
+// 0.7.0's comma lists of topics work unchanged.
 func Filter(whitelist, blacklist string) (func(string) bool, error) {
 	if (whitelist == "") == (blacklist == "") {
 		return nil, fmt.Errorf("%w: give exactly one of --whitelist and --blacklist", ErrBadConfig)
@@ -75,7 +78,7 @@ func Filter(whitelist, blacklist string) (func(string) bool, error) {
 	if blacklist != "" {
 		expr, keep = blacklist, false
 	}
-	re, err := regexp.Compile("^(?:" + expr + ")$")
+	re, err := regexp.Compile("^(?:" + strings.ReplaceAll(expr, ",", "|") + ")$")
 	if err != nil {
 		return nil, fmt.Errorf("%w: topic filter %q is not a valid regular expression: %v", ErrBadConfig, expr, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/kafka/audit"
 	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
@@ -253,4 +254,70 @@ func sum(m map[string]int64) int {
 		n += v
 	}
 	return int(n)
+}
+
+// TestIntegration_EmbeddedMirror: 0.7.0's form, `kafka server-start
+// server.properties consumer.properties`, mirrors the source cluster's
+// whitelisted topics (a comma list, as 0.7.0 wrote them) into the broker it
+// runs beside.
+func TestIntegration_EmbeddedMirror(t *testing.T) {
+	bin := kafkabin.Build(t)
+	src := startCluster(t, nil)
+	dir := t.TempDir()
+	port := zktest.FreePort(t)
+	os.WriteFile(filepath.Join(dir, "server.properties"), []byte(fmt.Sprintf(
+		"brokerid=7\nhostname=127.0.0.1\nport=%d\nlog.dir=%s\nlog.default.flush.interval.ms=20\n", port, filepath.Join(dir, "logs"))), 0o644)
+	os.WriteFile(filepath.Join(dir, "consumer.properties"), []byte(fmt.Sprintf(
+		"zk.connect=%s\ngroupid=embedded\nautocommit.interval.ms=200\nmirror.topics.whitelist=events,other\nmirror.consumer.numthreads=2\n", src.zk)), 0o644)
+	cmd := exec.Command(bin, "server-start", filepath.Join(dir, "server.properties"), filepath.Join(dir, "consumer.properties"))
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pc := producer.DefaultConfig()
+	pc.ZkConnect = src.zk
+	p, err := producer.NewSync(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	want := map[string]bool{}
+	for i := 0; i < 10; i++ {
+		var b [][]byte
+		for j := 0; j < 20; j++ {
+			m := fmt.Sprintf("event-%03d-%02d", i, j)
+			want[m] = true
+			b = append(b, []byte(m))
+		}
+		if err := p.Send("events", -1, b...); err != nil {
+			t.Fatal(err)
+		}
+		p.Send("ignored", -1, []byte("not whitelisted"))
+	}
+	sc := consumer.NewSimpleConsumer(fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
+	defer sc.Close()
+	got := map[string]bool{}
+	for deadline := time.Now().Add(30 * time.Second); len(got) < len(want) && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		set, err := sc.Fetch("events", 0, 0, 1<<20)
+		if err != nil {
+			continue
+		}
+		for d := message.NewDeepIterator(set, 0); d.Next(); {
+			got[string(d.Message().Payload())] = true
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("the embedded mirror copied %d of %d messages\n%s", len(got), len(want), logs.String())
+	}
+	if _, err := sc.Fetch("ignored", 0, 0, 1<<10); err == nil {
+		if set, _ := sc.Fetch("ignored", 0, 0, 1<<10); len(set) > 0 {
+			t.Errorf("a topic outside the whitelist was mirrored")
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("server-start with the embedded mirror did not stop cleanly: %v\n%s", err, logs.String())
+	}
 }

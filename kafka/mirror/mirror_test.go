@@ -20,6 +20,10 @@ func TestFilter(t *testing.T) {
 			t.Errorf("whitelist: %s kept=%v, want %v", topic, !want, want)
 		}
 	}
+	list, err := Filter("events,clicks", "") // 0.7.0's comma list
+	if err != nil || !list("events") || !list("clicks") || list("events,clicks") {
+		t.Errorf("comma list: %v", err)
+	}
 	drop, err := Filter("", "audit|tmp.*")
 	if err != nil {
 		t.Fatal(err)

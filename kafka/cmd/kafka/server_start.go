@@ -4,18 +4,23 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/mirror"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
 func init() {
 	register(&command{
 		Name:    "server-start",
-		Args:    "server.properties [--override key=value]...",
-		Summary: "run a broker until SIGINT/SIGTERM, then shut down cleanly (leaving the clean-shutdown marker)",
+		Args:    "server.properties [consumer.properties] [--override key=value]...",
+		Summary: "run a broker until SIGINT/SIGTERM, then shut down cleanly (leaving the clean-shutdown marker); with consumer.properties, also mirror another cluster into it (0.7.0's embedded consumer)",
 		Run:     serverStart,
 	})
 }
@@ -51,8 +56,8 @@ func serverStart(args []string, std stdio) error {
 		files = append(files, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if len(files) != 1 {
-		return usagef("want exactly one server.properties file, got %d", len(files))
+	if len(files) != 1 && len(files) != 2 {
+		return usagef("want server.properties and at most one consumer.properties, got %d files", len(files))
 	}
 	// One logger for the whole process: the broker, its logs, replication
 	// and ZooKeeper each add their component; this command's own lines say
@@ -93,7 +98,21 @@ func serverStart(args []string, std stdio) error {
 	// Serve returns after a signal has cancelled ctx and the broker has shut
 	// down; §3.3: a clean shutdown flushes every log and leaves the marker
 	// so the next start skips recovery.
+	mirrored := make(chan error, 1)
+	if len(files) == 2 {
+		m, err := embeddedMirror(files[1], cfg, b.Addr().String(), logger)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		go func() { mirrored <- m.Run(ctx) }()
+	} else {
+		mirrored <- nil
+	}
 	serveErr := b.Serve(ctx)
+	if err := <-mirrored; err != nil {
+		lg.Error("embedded mirror stopped", "err", err)
+	}
 	if ctx.Err() == nil {
 		lg.Error("broker stopped serving", "err", serveErr)
 	}
@@ -110,3 +129,36 @@ func serverStart(args []string, std stdio) error {
 // newRegistrar builds the ZooKeeper registrar for enable.zookeeper=true. It
 // is nil until the ZooKeeper file of this command sets it in init.
 var newRegistrar func(cfg broker.Config) (broker.Registrar, error)
+
+// embeddedMirror is Kafka 0.7.0's form of the paper's §4 "embedded
+// consumers": `server-start server.properties consumer.properties` runs,
+// beside the broker, a mirror (kafka/mirror) of the cluster that
+// consumer.properties names (zk.connect, groupid, ...) into this broker. Its
+// topics are mirror.topics.whitelist or mirror.topics.blacklist (0.7.0's
+// comma lists; regular expressions work too), with
+// mirror.consumer.numthreads streams per topic (1).
+func embeddedMirror(path string, cfg broker.Config, addr string, logger *slog.Logger) (*mirror.Maker, error) {
+	props, err := broker.LoadProperties(path)
+	if err != nil {
+		return nil, err
+	}
+	gc, err := consumer.GroupConfigFromProperties(props)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	streams := 1
+	if v := props["mirror.consumer.numthreads"]; v != "" {
+		if streams, err = strconv.Atoi(strings.TrimSpace(v)); err != nil || streams < 1 {
+			return nil, fmt.Errorf("%s: mirror.consumer.numthreads=%q is not a positive number", path, v)
+		}
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	pc := producer.DefaultConfig()
+	pc.BrokerList = fmt.Sprintf("%d:127.0.0.1:%s", cfg.BrokerID, port)
+	return mirror.New(mirror.Config{Sources: []consumer.GroupConfig{gc}, Target: pc,
+		Whitelist: props["mirror.topics.whitelist"], Blacklist: props["mirror.topics.blacklist"],
+		NumStreams: streams, NumProducers: 1, Logger: logger})
+}
