@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/replication"
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
@@ -74,6 +75,38 @@ func consumerOffsetChecker(args []string, std stdio) error {
 	tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tOFFSET\tLOG-END\tLAG\tOWNER")
 	for _, topic := range topics {
+		if a, err := replication.ReadAssignment(c, topic); err == nil {
+			// docs/PROTOCOL.md §10: a replicated topic's partitions are named by number, and their leader
+			// answers where they end (committed and flushed).
+			for p := range a {
+				name := strconv.Itoa(p)
+				offset, end, lag, owner := "none", "?", "?", "none"
+				if data, err := c.Get(zk.OffsetPath(*group, topic, name)); err == nil {
+					offset = strings.TrimSpace(string(data))
+				}
+				if data, err := c.Get(zk.OwnerPath(*group, topic, name)); err == nil {
+					owner = string(data)
+				}
+				s, err := replication.ReadState(c, topic, p)
+				if br, ok := brokers[int(s.Leader)]; err == nil && ok {
+					sc := clients[br.ID]
+					if sc == nil {
+						sc = consumer.NewSimpleConsumer(br.Addr(), 5*time.Second)
+						clients[br.ID] = sc
+					}
+					if e, err := sc.LatestOffset(topic, int32(p)); err == nil {
+						end = strconv.FormatInt(e, 10)
+						if o, err := strconv.ParseInt(offset, 10, 64); err == nil {
+							lag = strconv.FormatInt(e-o, 10)
+						}
+					}
+				} else {
+					end = "no leader"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", *group, topic, name, offset, end, lag, owner)
+			}
+			continue
+		}
 		parts, err := groupPartitions(c, *group, topic)
 		if err != nil {
 			return err

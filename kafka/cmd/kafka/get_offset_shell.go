@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 func init() {
@@ -20,7 +22,7 @@ func getOffsetShell(args []string, std stdio) error {
 	fs := newFlags(commands["get-offset-shell"], std.Err)
 	broker := fs.String("broker", "", "broker host:port")
 	topic := fs.String("topic", "", "topic")
-	partition := fs.Int("partition", 0, "partition number on that broker")
+	partition := fs.Int("partition", 0, "partition number on that broker (of a replicated topic: its number; the leader answers)")
 	t := fs.Int64("time", -1, "-1 (latest: the flushed end), -2 (earliest) or ms since the epoch")
 	n := fs.Int("offsets", 1, "how many offsets at most")
 	if err := parseFlags(fs, args); err != nil {
@@ -35,6 +37,15 @@ func getOffsetShell(args []string, std stdio) error {
 	c := consumer.NewSimpleConsumer(*broker, 30*time.Second)
 	defer c.Close()
 	offs, err := c.GetOffsetsBefore(*topic, int32(*partition), *t, int32(*n))
+	if errors.Is(err, protocol.ErrNotLeaderForPartition) {
+		// docs/PROTOCOL.md §10: a replicated partition is answered by its leader; ask it.
+		leaders, addrs, lerr := consumer.Leaders([]string{*broker}, 30*time.Second, *topic)
+		if ls := leaders[*topic]; lerr == nil && *partition < len(ls) && ls[*partition] >= 0 {
+			lc := consumer.NewSimpleConsumer(addrs[ls[*partition]], 30*time.Second)
+			defer lc.Close()
+			offs, err = lc.GetOffsetsBefore(*topic, int32(*partition), *t, int32(*n))
+		}
+	}
 	if err != nil {
 		return err
 	}
