@@ -73,7 +73,7 @@ func (b *Broker) serveConn(c *net.TCPConn) {
 	}
 	b.log.Debug("connection opened", "remote", cn.remote)
 	for {
-		cn.armIdle(false)
+		cn.armIdle()
 		id, n, err := protocol.ReadRequestHeader(cn.r, cn.hdr[:], b.cfg.MaxRequestBytes)
 		var body []byte
 		if err == nil {
@@ -113,17 +113,21 @@ func (cn *conn) closing(err error) {
 }
 
 // armIdle pushes the read deadline connections.max.idle.ms into the
-// future. Between requests it does so whenever the next read may block
-// (nothing buffered), and every 256 requests anyway; force does it now.
-func (cn *conn) armIdle(force bool) {
-	if cn.idle <= 0 {
-		return
+// future between requests: whenever the next read may block (nothing
+// buffered), and every 256 requests anyway. It inlines; rearm does it.
+func (cn *conn) armIdle() {
+	if cn.unarmed++; cn.unarmed >= 256 || cn.r.Buffered() == 0 {
+		cn.rearm()
 	}
-	cn.unarmed++
-	if force || cn.r.Buffered() == 0 || cn.unarmed >= 256 {
+}
+
+// rearm pushes the read deadline connections.max.idle.ms into the future
+// now (if there is one).
+func (cn *conn) rearm() {
+	if cn.idle > 0 {
 		cn.c.SetReadDeadline(time.Now().Add(cn.idle))
-		cn.unarmed = 0
 	}
+	cn.unarmed = 0
 }
 
 // bodyChunk: a large body is read this much at a time, the idle deadline
@@ -138,41 +142,43 @@ const bodyChunk = 1 << 20
 // releaseBody gives back (without a budget, into a fresh buffer grown as
 // the bytes arrive, as 0.7 did).
 func (cn *conn) readBody(id int16, n int) ([]byte, error) {
-	var body []byte
 	if n <= smallRequestBytes {
 		if cap(cn.buf) < n {
 			cn.buf = make([]byte, n, max(n, 512))
 		}
-		body = cn.buf[:n]
-	} else {
-		b, err := cn.b.mem.get(n, cn.b.stopping)
-		if err != nil {
-			return nil, err
+		if _, err := io.ReadFull(cn.r, cn.buf[:n]); err != nil {
+			return nil, bodyError(id, n, err)
 		}
-		if b == nil { // queued.max.request.bytes=-1
-			cn.armIdle(true)
-			body, _, err := protocol.ReadBody(cn.r, nil, n)
-			if err != nil {
-				return nil, fmt.Errorf("protocol: reading %d-byte %s body: %w", n, protocol.RequestName(id), err)
-			}
-			return body, nil
-		}
-		cn.big, body = b, b
+		return cn.buf[:n], nil
 	}
-	for off := 0; off < n; {
-		k := min(n-off, bodyChunk)
-		if n > bodyChunk {
-			cn.armIdle(true)
+	body, err := cn.b.mem.get(n, cn.b.stopping)
+	if err != nil {
+		return nil, err
+	}
+	if body == nil { // queued.max.request.bytes=-1
+		cn.rearm()
+		if body, _, err = protocol.ReadBody(cn.r, nil, n); err != nil {
+			return nil, bodyError(id, n, err)
 		}
-		if _, err := io.ReadFull(cn.r, body[off:off+k]); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, fmt.Errorf("protocol: reading %d-byte %s body at byte %d: %w", n, protocol.RequestName(id), off, err)
+		return body, nil
+	}
+	cn.big = body
+	for off := 0; off < n; off += bodyChunk {
+		cn.rearm()
+		if _, err := io.ReadFull(cn.r, body[off:min(off+bodyChunk, n)]); err != nil {
+			return nil, bodyError(id, n, err)
 		}
-		off += k
 	}
 	return body, nil
+}
+
+// bodyError is a failed read of an n-byte body; io.EOF there means the
+// client hung up inside the request.
+func bodyError(id int16, n int, err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("protocol: reading %d-byte %s body: %w", n, protocol.RequestName(id), err)
 }
 
 // releaseBody gives a large body's buffer back to the budget and drops the
