@@ -4,6 +4,8 @@
 #   make test             every test, real servers included (the hot paths' allocation checks too), plus short fuzz runs
 #   make bench            the benchmarks, the hot paths' among them (MB/s, msgs/s and allocations)
 #   make perf             producer-perf and consumer-perf against a broker process (docs/PERFORMANCE.md)
+#   make perf-check       the hot paths against a base commit (results/perf/baseline, or BASE=<rev>):
+#                         instructions per message (callgrind), allocations, wall clock; fails on a regression
 GO       ?= go
 # Where the servers of the experiments run: auto (containers whenever a
 # Docker engine answers and the images can be had, which reproduce makes
@@ -18,7 +20,7 @@ RATIO    ?= 5
 
 OUTFLAG := $(if $(OUT),--out $(OUT),)
 
-.PHONY: all build test test-short bench perf fuzz deps reproduce reproduce-quick images clean
+.PHONY: all build test test-short bench perf perf-check fuzz deps reproduce reproduce-quick images clean
 
 all: build
 
@@ -42,6 +44,9 @@ bench:
 
 perf:
 	bash scripts/perf.sh
+
+perf-check: deps
+	$(GO) run ./experiments/cmd/perfcheck $(if $(BASE),--base $(BASE),)
 
 # Short runs of every fuzz target; the committed corpus under testdata/fuzz
 # is replayed by `go test` itself on every run.

@@ -4,7 +4,7 @@
 # paper's §5 compares against, and the coordination service of §3.2), and
 # debootstrap for building container images where none can be pulled; also
 # the tools the Makefile and scripts use that a minimal Debian may lack (make,
-# procps for pgrep, util-linux for flock).
+# procps for pgrep, util-linux for flock, valgrind and git for make perf-check).
 # Nothing is started here: each test or run starts its own servers. The
 # packages' postinst does not start the system-wide services either (see
 # apt_install in lib.sh: a policy-rc.d forbids it while apt-get runs).
@@ -14,7 +14,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 pkgs=(zookeeperd activemq rabbitmq-server debootstrap)
 # Tools: package -> a command it provides.
-tools=(make:make procps:pgrep util-linux:flock)
+tools=(make:make procps:pgrep util-linux:flock valgrind:valgrind git:git)
 is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for p in "${pkgs[@]}"; do

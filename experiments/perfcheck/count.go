@@ -1,0 +1,204 @@
+package perfcheck
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// count is one callgrind run's result.
+type count struct {
+	instr  int64 // instructions, every thread
+	allocs int64 // heap allocations during the operations
+}
+
+// callgrind runs path with ops operations under valgrind in t and returns
+// the instructions it executed, every thread's.
+func callgrind(ctx context.Context, t *tree, work, path string, ops int) (count, error) {
+	out := filepath.Join(work, fmt.Sprintf("callgrind.%s.%s.%d", t.side, strings.ReplaceAll(path, "/", "_"), ops))
+	cmd := t.command(ctx, path, ops, "valgrind", "--tool=callgrind", "--callgrind-out-file="+out)
+	// The paths that write to a sink get one running natively beside
+	// valgrind (kafka/internal/hotpath: sink).
+	sink, err := startSink(ctx, t)
+	if err != nil {
+		return count{}, err
+	}
+	defer sink.stop()
+	cmd.Env = append(cmd.Env, "HOTPATH_SINK_ADDR="+sink.addr)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return count{}, fmt.Errorf("perfcheck: callgrind of %s in %s with %d operations: %v\n%s%s", path, t.side, ops, err,
+			stdout.String(), tail(stderr.String(), 2000))
+	}
+	defer os.Remove(out)
+	var c count
+	kv, ok := lineWith(stdout.String(), "hotpath-run:")
+	if !ok {
+		return count{}, fmt.Errorf("perfcheck: %s in %s printed no hotpath-run line:\n%s", path, t.side, stdout.String())
+	}
+	c.allocs, _ = strconv.ParseInt(kv["allocs"], 10, 64)
+	f, err := os.Open(out)
+	if err != nil {
+		return count{}, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "totals:"); ok {
+			if c.instr, err = strconv.ParseInt(strings.Fields(rest)[0], 10, 64); err != nil {
+				return count{}, fmt.Errorf("perfcheck: %s: %q: %w", out, sc.Text(), err)
+			}
+			return c, nil
+		}
+	}
+	return count{}, fmt.Errorf("perfcheck: %s has no totals line", out)
+}
+
+func lineWith(out, prefix string) (map[string]string, bool) {
+	for line := range strings.SplitSeq(out, "\n") {
+		if kv, ok := fields(line, prefix); ok {
+			return kv, true
+		}
+	}
+	return nil, false
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// countAll counts every path in both trees, cfg.Parallel runs at a time:
+// per path and tree a run of p.Ops operations and one of none.
+func countAll(ctx context.Context, cfg Config, trees map[string]*tree, paths []PathResult) error {
+	type job struct {
+		p    *PathResult
+		side string
+		ops  int
+		got  count
+		err  error
+	}
+	var jobs []*job
+	for i := range paths {
+		p := &paths[i]
+		for _, side := range []string{"base", "head"} {
+			if side == "base" && p.New {
+				continue
+			}
+			jobs = append(jobs, &job{p: p, side: side, ops: p.Ops}, &job{p: p, side: side, ops: 0})
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan *job)
+	var wg sync.WaitGroup
+	for range cfg.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				j.got, j.err = callgrind(ctx, trees[j.side], cfg.Work, j.p.Path, j.ops)
+				if j.err != nil {
+					cancel()
+					continue
+				}
+				fmt.Fprintf(cfg.Log, "perf-check: callgrind %s %s, %d operations: %d instructions\n", j.side, j.p.Path, j.ops, j.got.instr)
+			}
+		}()
+	}
+	for _, j := range jobs {
+		select {
+		case next <- j:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	var errs []error
+	runs := map[*PathResult]map[string][2]count{}
+	for _, j := range jobs {
+		if j.err != nil {
+			errs = append(errs, j.err)
+			continue
+		}
+		if runs[j.p] == nil {
+			runs[j.p] = map[string][2]count{}
+		}
+		r := runs[j.p][j.side]
+		if j.ops == 0 {
+			r[0] = j.got
+		} else {
+			r[1] = j.got
+		}
+		runs[j.p][j.side] = r
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i := range paths {
+		p := &paths[i]
+		for side, r := range runs[p] {
+			f := Figures{
+				InstrPerMsg: float64(r[1].instr-r[0].instr) / float64(p.Messages),
+				AllocsPerOp: float64(r[1].allocs) / float64(p.Ops),
+			}
+			if side == "base" {
+				p.Base = f
+			} else {
+				p.Head = f
+			}
+		}
+		fmt.Fprintf(cfg.Log, "perf-check: %-24s %10.1f → %10.1f instructions/message\n", p.Path, p.Base.InstrPerMsg, p.Head.InstrPerMsg)
+	}
+	return nil
+}
+
+// sinkProc is a hot-path sink process (the test binary with HOTPATH_SINK=1).
+type sinkProc struct {
+	addr  string
+	cmd   *exec.Cmd
+	stdin io.Closer
+}
+
+func startSink(ctx context.Context, t *tree) (*sinkProc, error) {
+	cmd := exec.CommandContext(ctx, t.bin)
+	cmd.Env = append(os.Environ(), "HOTPATH_SINK=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("perfcheck: start a sink (%s): %w", t.side, err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stdin.Close()
+		cmd.Wait()
+		return nil, fmt.Errorf("perfcheck: %s's sink printed no address: %w", t.side, err)
+	}
+	return &sinkProc{addr: strings.TrimSpace(line), cmd: cmd, stdin: stdin}, nil
+}
+
+func (s *sinkProc) stop() {
+	s.stdin.Close()
+	s.cmd.Wait()
+}
