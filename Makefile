@@ -6,6 +6,7 @@
 #   make perf             producer-perf and consumer-perf against a broker process (docs/PERFORMANCE.md)
 #   make perf-check       the hot paths against a base commit (results/perf/baseline, or BASE=<rev>):
 #                         instructions per message (callgrind), allocations, wall clock; fails on a regression
+#   make ceiling          the machine's ceiling for our workload beside producer-perf and consumer-perf
 GO       ?= go
 # Where the servers of the experiments run: auto (containers whenever a
 # Docker engine answers and the images can be had, which reproduce makes
@@ -20,7 +21,7 @@ RATIO    ?= 5
 
 OUTFLAG := $(if $(OUT),--out $(OUT),)
 
-.PHONY: all build test test-short bench perf perf-check fuzz deps reproduce reproduce-quick images clean
+.PHONY: all build test test-short bench perf perf-check ceiling fuzz deps reproduce reproduce-quick images clean
 
 all: build
 
@@ -47,6 +48,9 @@ perf:
 
 perf-check: deps
 	$(GO) run ./experiments/cmd/perfcheck $(if $(BASE),--base $(BASE),)
+
+ceiling:
+	$(GO) run ./experiments/cmd/ceiling --messages $(MESSAGES) --message-size $(SIZE)
 
 # Short runs of every fuzz target; the committed corpus under testdata/fuzz
 # is replayed by `go test` itself on every run.

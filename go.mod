@@ -3,6 +3,7 @@ module github.com/kafkarepro/kafkarepro
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/klauspost/compress v1.18.7
 	github.com/moby/moby/api v1.56.1

@@ -126,3 +126,14 @@ func ReadMachineLoad() MachineLoad {
 func (l MachineLoad) String() string {
 	return fmt.Sprintf("load average: %.2f, %.2f, %.2f, page cache %s MB", l.Avg1, l.Avg5, l.Avg15, commas(float64(l.PageCacheMB)))
 }
+
+// DropPageCache writes back dirty pages and drops the machine's clean page
+// cache (sync, then 1 into /proc/sys/vm/drop_caches; root only), so that a
+// measurement starts from a known page-cache state (docs/PERFORMANCE.md).
+func DropPageCache() error {
+	unix.Sync()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0o200); err != nil {
+		return fmt.Errorf("experiments: drop the page cache (needs root): %w", err)
+	}
+	return nil
+}

@@ -35,6 +35,7 @@ func Write(dir string, s *Summary, fig *paper.Figures) error {
 		PlotThroughput(filepath.Join(dir, "fig5_consumer.png"), "Consumer performance (paper figure 5)", cons),
 		PlotStorage(filepath.Join(dir, "fig_storage.png"), s, fig),
 		PlotCompression(filepath.Join(dir, "fig_compression.png"), s.Compression),
+		PlotLatency(filepath.Join(dir, "fig7_latency.png"), s.Latency),
 		WriteReport(filepath.Join(dir, "REPORT.md"), s, fig),
 	)
 }

@@ -99,7 +99,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	}
 	writeServerIO(w, s)
 
-	w("\n## Ratios\n\n| ratio | paper says | paper's least value | this run | holds here |\n|---|---|---|---|---|\n")
+	w("\n## Ratios\n\n| ratio | paper says | paper's least value | this run | holds here | bounded by (this run's ceiling) |\n|---|---|---|---|---|---|\n")
 	for _, r := range s.Ratios {
 		holds := "yes"
 		if r.PaperMin == 0 {
@@ -107,11 +107,12 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		} else if !r.Holds {
 			holds = "**no**"
 		}
-		w("| %s | %s | %.2g | %.2f | %s |\n", r.Name, r.PaperText, r.PaperMin, r.Value, holds)
+		w("| %s | %s | %.2g | %.2f | %s | %s |\n", r.Name, r.PaperText, r.PaperMin, r.Value, holds, ceilingNote(s, r.Name))
 	}
 	if len(s.Ratios) == 0 {
-		w("| (no ratio: fewer than two systems or tests measured) | | | | |\n")
+		w("| (no ratio: fewer than two systems or tests measured) | | | | | |\n")
 	}
+	w("%s", ceilingSection(s))
 
 	w("\n## Why the numbers differ from the paper\n\n")
 	w("- **One machine, loopback.** The paper used two machines and a 1 Gb link; its batch-50 producer \"nearly saturated\" that link (400,000 × 209 bytes ≈ 84 MB/s ≈ 0.67 Gb/s of payload plus TCP). Here client and server share one machine over loopback: no link cap, but client and broker compete for the same %d cores (the paper had 8 cores on each side).\n", s.Machine.Cores)
@@ -163,6 +164,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	if c := s.Compression; c != nil {
 		w("%s", compressionSection(c))
 	}
+	w("%s", latencySection(s.Latency))
 	w("Figures: `fig4_producer.png`, `fig5_consumer.png`, `fig_storage.png`. Data: `producer.csv`, `consumer.csv`, `series.csv`, `summary.json`.\n")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("experiments: write %s: %w", path, err)

@@ -33,6 +33,10 @@ type Summary struct {
 	Errors           []string       `json:"errors"`
 	// Compression is the compression experiment (compression.go), when run.
 	Compression *Compression `json:"compression,omitempty"`
+	// Ceiling is the machine's ceiling measured in this run (ceiling_report.go).
+	Ceiling []CeilingRow `json:"ceiling,omitempty"`
+	// Latency is figure 7's experiment (latency.go), when run.
+	Latency *Latency `json:"latency,omitempty"`
 }
 
 // Average is one test's average throughput, flat for quick reading.

@@ -37,6 +37,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/experiments/ceiling"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
 
@@ -55,6 +56,9 @@ type options struct {
 	verbose     bool
 	replot      string
 	compression int // messages per codec of the compression experiment; 0: not run
+	ceiling     bool
+	latency     time.Duration // paced phase per flush setting of figure 7; 0: not run
+	latencyRate int           // its producer's rate (0: half our batch-1 producer's)
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -73,6 +77,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "log server starts and stops")
 	fs.StringVar(&o.replot, "replot", "", "redraw the figures and REPORT.md of an existing run folder, and run nothing")
 	compression := fs.Int("compression-messages", -1, "messages per codec of the compression experiment (default: --messages, at most 1,000,000; 0 skips it)")
+	latency := fs.Duration("latency-seconds", -1, "paced phase per flush setting of figure 7, the latency experiment (default 20s, 4s with --quick; 0 skips it)")
+	fs.IntVar(&o.latencyRate, "latency-rate", 0, "figure 7's producer rate in msg/s (0: half our batch-1 producer's rate in this run)")
+	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the machine's ceiling (experiments/ceiling) after our tests, for REPORT.md")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -109,6 +116,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if !slices.Contains(o.systems, "kafka") {
 		o.compression = 0
+	}
+	o.latency = *latency
+	if o.latency < 0 {
+		o.latency = 20 * time.Second
+		if *quick {
+			o.latency = 4 * time.Second
+		}
+	}
+	if !slices.Contains(o.systems, "kafka") {
+		o.latency = 0
 	}
 	if o.out == "" {
 		o.out = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z"))
@@ -167,6 +184,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), o.out, loadStart)
 	reports, runErr := experiments.Run(ctx, cfg, targets)
 	sum := experiments.NewSummary(cfg, reports, fig)
+	if o.ceiling && slices.Contains(o.systems, "kafka") && runErr == nil {
+		rows, err := measureCeiling(ctx, o, stderr)
+		if err != nil {
+			sum.Errors = append(sum.Errors, "ceiling: "+err.Error())
+		}
+		experiments.AttachCeiling(sum, rows)
+	}
 	if o.compression > 0 && runErr == nil {
 		fmt.Fprintf(stderr, "reproduce: compression experiment, %d messages per codec\n", o.compression)
 		c, err := runCompression(ctx, o.compression, stderr)
@@ -178,6 +202,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			c.Error = err.Error()
 		}
 		sum.Compression = c
+	}
+	if o.latency > 0 && runErr == nil {
+		l, err := runLatency(ctx, o, sum, stderr)
+		if err != nil {
+			sum.Errors = append(sum.Errors, "latency: "+err.Error())
+			if l == nil {
+				l = &experiments.Latency{}
+			}
+			l.Error = err.Error()
+		}
+		sum.Latency = l
 	}
 	sum.Run = filepath.Base(o.out)
 	sum.Started, sum.Finished = started.UTC(), time.Now().UTC()
@@ -268,19 +303,11 @@ func replot(dir string, stdout, stderr io.Writer) int {
 // of its own, started with the shipped settings by the one launcher
 // (compare/kafkaproc), so its CPU time is the broker's alone.
 func runCompression(ctx context.Context, n int, stderr io.Writer) (*experiments.Compression, error) {
-	repo, err := localsvc.RepoDir()
-	if err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp("", "reproduce-compression.")
+	tmp, bin, err := buildKafka(ctx, "reproduce-compression.")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "kafka")
-	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
-		return nil, err
-	}
 	b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, "broker")})
 	if err != nil {
 		return nil, err
@@ -290,4 +317,82 @@ func runCompression(ctx context.Context, n int, stderr io.Writer) (*experiments.
 		c.BrokerSettings = b.Settings()
 	}
 	return c, errors.Join(err, b.Stop())
+}
+
+// measureCeiling runs the three probes of the machine's ceiling with the
+// run's message count, right after our tests, so that REPORT.md can set
+// each of our figures beside what bounds it.
+func measureCeiling(ctx context.Context, o options, stderr io.Writer) ([]experiments.CeilingRow, error) {
+	dir, err := os.MkdirTemp("", "reproduce-ceiling.")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var rows []experiments.CeilingRow
+	for _, p := range ceiling.Probes {
+		r, err := ceiling.Run(ctx, p, ceiling.Config{Messages: int64(o.messages), MessageSize: o.size, Dir: dir})
+		if err != nil {
+			return rows, err
+		}
+		fmt.Fprintf(stderr, "reproduce: ceiling %s: %s\n", p, ceiling.Describe(r))
+		rows = append(rows, experiments.CeilingRow{Probe: r.Probe, MsgPerS: r.MsgPerS, Seconds: r.Seconds, PageCacheMB: r.CachedMBBefore})
+	}
+	return rows, nil
+}
+
+// runLatency runs figure 7's experiment, one broker process per flush
+// setting through the one launcher (compare/kafkaproc). Its producer runs
+// at --latency-rate, or at half the rate our batch-1 producer reached in
+// this run (the "for instance 50%"), at most 100,000 msg/s.
+func runLatency(ctx context.Context, o options, sum *experiments.Summary, stderr io.Writer) (*experiments.Latency, error) {
+	rate := o.latencyRate
+	if rate <= 0 {
+		rate = 20_000
+		for _, a := range sum.Averages {
+			if a.System == experiments.Ours && a.Test == "producer" && a.Batch == 1 && a.OK {
+				rate = min(100_000, int(a.MsgPerS/2))
+			}
+		}
+	}
+	tmp, bin, err := buildKafka(ctx, "reproduce-latency.")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	unpaced := 500_000
+	if o.messages < 1_000_000 {
+		unpaced = 50_000
+	}
+	fmt.Fprintf(stderr, "reproduce: latency experiment (figure 7), %d msg/s for %v per setting\n", rate, o.latency)
+	n := 0
+	return experiments.RunLatency(ctx, experiments.LatencyConfig{
+		Rate: rate, Duration: o.latency, Unpaced: unpaced, Size: o.size,
+		Start: func(ctx context.Context, props map[string]string) (string, string, func() error, error) {
+			n++
+			b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, fmt.Sprintf("broker%d", n)), Override: props})
+			if err != nil {
+				return "", "", nil, err
+			}
+			return b.Addr(), b.Settings(), b.Stop, nil
+		},
+		Progress: func(s string) { fmt.Fprintln(stderr, "reproduce:", s) },
+	})
+}
+
+// buildKafka builds this tree's kafka command into a new temporary folder
+// named with prefix, which the caller removes.
+func buildKafka(ctx context.Context, prefix string) (tmp, bin string, err error) {
+	repo, err := localsvc.RepoDir()
+	if err != nil {
+		return "", "", err
+	}
+	if tmp, err = os.MkdirTemp("", prefix); err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(tmp, "kafka")
+	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
+		os.RemoveAll(tmp)
+		return "", "", err
+	}
+	return tmp, bin, nil
 }

@@ -80,7 +80,7 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	for _, f := range []string{"producer.csv", "consumer.csv", "series.csv", "summary.json", "REPORT.md",
-		"fig4_producer.png", "fig5_consumer.png", "fig_storage.png", "fig_compression.png"} {
+		"fig4_producer.png", "fig5_consumer.png", "fig_storage.png", "fig_compression.png", "fig7_latency.png"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s missing or empty: %v", f, err)
 		}
@@ -95,6 +95,18 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	}
 	if c := sum.Compression; c == nil || len(c.Codecs) != 3 || c.Codecs[1].BytesPerMessage >= c.Codecs[0].BytesPerMessage {
 		t.Errorf("compression experiment: %+v", c)
+	}
+	// The machine's ceiling beside our tests, and figure 7 (issue 11).
+	if len(sum.Ceiling) != 3 {
+		t.Errorf("ceiling: %+v, want three probes", sum.Ceiling)
+	}
+	for _, c := range sum.Ceiling {
+		if c.MsgPerS <= 0 || c.OursMsgPerS <= 0 || c.Fraction <= 0 {
+			t.Errorf("ceiling %s: %+v", c.Probe, c)
+		}
+	}
+	if l := sum.Latency; l == nil || len(l.Settings) != len(experiments.LatencySettings()) || l.Error != "" {
+		t.Errorf("latency experiment: %+v", l)
 	}
 	if want := len(strings.Split(systems, ",")); len(sum.Systems) != want {
 		t.Fatalf("%d systems in summary.json, want %d", len(sum.Systems), want)

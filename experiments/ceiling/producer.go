@@ -1,0 +1,107 @@
+package ceiling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// FlushMessages is how often the producer probes' reader asks for an
+// fsync: every 10,000 messages written, as the broker's shipped settings
+// do (log.flush.interval, docs/PERFORMANCE.md). An fsync runs in its own
+// goroutine and the writes go on meanwhile, as the broker's flusher does.
+const FlushMessages = 10_000
+
+// runProducer has a sender build sets of batch messages, CRC each, and
+// write each set with one write(2); the reader checks every CRC and writes
+// what it read to a file. The clock stops when the file holds everything
+// and a last fsync has returned.
+func runProducer(ctx context.Context, cfg Config, batch int) (Result, error) {
+	path := filepath.Join(cfg.Dir, fmt.Sprintf("ceiling-producer%d.log", batch))
+	f, err := os.Create(path)
+	if err != nil {
+		return Result{}, fmt.Errorf("create the producer probe's file: %w", err)
+	}
+	defer os.Remove(path)
+	defer f.Close()
+	fl := newFlusher(f)
+	var clk *clock
+	var end time.Time
+	err = withSender(ctx, sendJob{messages: cfg.Messages, size: cfg.MessageSize, batch: batch}, func(c net.Conn) error {
+		clk = newClock(cfg.Messages)
+		var written, flushAt int64 = 0, FlushMessages
+		msgBytes := int64(headerSize + cfg.MessageSize)
+		err := check(c, cfg.Messages, cfg.MessageSize, cfg.ReadSize, clk, func(b []byte) error {
+			if _, err := f.Write(b); err != nil {
+				return fmt.Errorf("write %s: %w", path, err)
+			}
+			written += int64(len(b)) / msgBytes
+			if written >= flushAt {
+				fl.kick()
+				flushAt = (written/FlushMessages + 1) * FlushMessages
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = fl.stop()
+		end = time.Now()
+		return err
+	})
+	if err != nil {
+		fl.stop()
+		return Result{}, err
+	}
+	r := clk.result(end)
+	r.Fsyncs = fl.count
+	return r, nil
+}
+
+// flusher fsyncs a file in its own goroutine whenever kicked; kicks that
+// come while an fsync runs fold into one more.
+type flusher struct {
+	f     *os.File
+	req   chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	err   error
+	count int64
+}
+
+func newFlusher(f *os.File) *flusher {
+	fl := &flusher{f: f, req: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() {
+		defer close(fl.done)
+		for range fl.req {
+			fl.count++
+			if err := f.Sync(); err != nil && fl.err == nil {
+				fl.err = err
+			}
+		}
+	}()
+	return fl
+}
+
+func (fl *flusher) kick() {
+	select {
+	case fl.req <- struct{}{}:
+	default:
+	}
+}
+
+// stop waits for the fsyncs asked for, then makes the last one.
+func (fl *flusher) stop() error {
+	fl.once.Do(func() {
+		close(fl.req)
+		<-fl.done
+		fl.count++
+		fl.err = errors.Join(fl.err, fl.f.Sync())
+	})
+	return fl.err
+}

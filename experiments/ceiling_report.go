@@ -1,0 +1,111 @@
+package experiments
+
+import (
+	"fmt"
+	"strings"
+)
+
+// CeilingRow is one probe of the machine's ceiling (package
+// experiments/ceiling: the fastest this machine moves the workload doing
+// only the unavoidable work), measured in the same run as our tests, with
+// the test of ours it bounds.
+type CeilingRow struct {
+	Probe   string  `json:"probe"` // consumer, producer-batch50, producer-batch1
+	MsgPerS float64 `json:"msg_per_s"`
+	Seconds float64 `json:"seconds"`
+	// PageCacheMB is the machine's page cache when the probe started.
+	PageCacheMB int64 `json:"page_cache_mb"`
+	// Bounds names our test it bounds; OursMsgPerS is that test's rate in
+	// this run and Fraction OursMsgPerS / MsgPerS (0 when it did not run).
+	Bounds      string  `json:"bounds"`
+	OursMsgPerS float64 `json:"ours_msg_per_s"`
+	Fraction    float64 `json:"fraction"`
+}
+
+// ceilingTests maps a probe to the test of ours it bounds.
+var ceilingTests = map[string]struct {
+	label string
+	test  string
+	batch int
+}{
+	"consumer":         {"kafka consumer", "consumer", 0},
+	"producer-batch50": {"kafka producer, batch 50", "producer", 50},
+	"producer-batch1":  {"kafka producer, batch 1", "producer", 1},
+}
+
+// AttachCeiling records the probes in s, each beside our test it bounds.
+func AttachCeiling(s *Summary, rows []CeilingRow) {
+	for i := range rows {
+		r := &rows[i]
+		t, ok := ceilingTests[r.Probe]
+		if !ok {
+			continue
+		}
+		r.Bounds = t.label
+		for _, a := range s.Averages {
+			if a.System == Ours && a.Test == t.test && a.Batch == t.batch && a.OK {
+				r.OursMsgPerS = a.MsgPerS
+				if r.MsgPerS > 0 {
+					r.Fraction = a.MsgPerS / r.MsgPerS
+				}
+			}
+		}
+	}
+	s.Ceiling = rows
+}
+
+// ceilingsOf names the probes that bound a ratio of ours (Ratios' names).
+func ceilingsOf(ratio string) []string {
+	var probes []string
+	if strings.Contains(ratio, "kafka_consumer") {
+		probes = append(probes, "consumer")
+	}
+	if strings.Contains(ratio, "producer_b50") {
+		probes = append(probes, "producer-batch50")
+	}
+	if strings.Contains(ratio, "producer_b1") || strings.Contains(ratio, "_over_b1") {
+		probes = append(probes, "producer-batch1")
+	}
+	return probes
+}
+
+// ceilingNote is the ratio table's cell of the ceilings that bound ratio:
+// "batch-1 ceiling 627,524 msg/s, ours 79% of it".
+func ceilingNote(s *Summary, ratio string) string {
+	var parts []string
+	for _, p := range ceilingsOf(ratio) {
+		for _, r := range s.Ceiling {
+			if r.Probe == p {
+				part := fmt.Sprintf("%s ceiling %s msg/s", p, commas(r.MsgPerS))
+				if r.Fraction > 0 {
+					part += fmt.Sprintf(", ours %.0f%% of it", 100*r.Fraction)
+				}
+				parts = append(parts, part)
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ceilingSection is REPORT.md's table of the probes.
+func ceilingSection(s *Summary) string {
+	if len(s.Ceiling) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n## The machine's ceiling (same run)\n\n")
+	b.WriteString("The fastest this machine moves the workload doing only the unavoidable work (`experiments/ceiling`, `make ceiling`): ")
+	b.WriteString("200-byte messages over loopback between two processes, one CRC per message on each side that must compute or check one. ")
+	b.WriteString("`consumer`: sendfile(2) of a file of message sets to a reader that checks every CRC; `producer-batch50`: sets of 50 built with their CRCs, one write(2) each, to a reader that checks them and writes them to a file fsynced every 10,000 messages; `producer-batch1`: the same with one write(2) per message. ")
+	b.WriteString("Every ratio above that involves our tests is bounded by these; the ratio table names them.\n\n")
+	b.WriteString("| probe | ceiling msg/s | seconds | page cache at start | bounds | ours msg/s | ours / ceiling |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range s.Ceiling {
+		ours, frac := "not run", ""
+		if r.OursMsgPerS > 0 {
+			ours, frac = commas(r.OursMsgPerS), fmt.Sprintf("%.0f%%", 100*r.Fraction)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %s MB | %s | %s | %s |\n", r.Probe, commas(r.MsgPerS), r.Seconds,
+			commas(float64(r.PageCacheMB)), r.Bounds, ours, frac)
+	}
+	return b.String()
+}

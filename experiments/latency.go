@@ -1,0 +1,306 @@
+package experiments
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
+)
+
+// The latency experiment, figure 7, "§3.1: the flush trade-off". The paper
+// says consumers see messages within seconds, and §3.1 exposes a message
+// to consumers only once the broker has flushed it, after
+// log.flush.interval messages or log.default.flush.interval.ms
+// milliseconds. For each flush setting a broker of its own takes a
+// producer sending one message per request at a fixed rate, each message
+// stamped with its send time, while a consumer reads the same partition;
+// the delay from send to the consumer's receipt (CRC checked) goes into an
+// HdrHistogram, from which p50, p99, p99.9 and the maximum are read.
+// Beside each setting: the rate the paced producer achieved, and the rate
+// of an unpaced batch-1 producer against the same broker, the throughput
+// that setting leaves (flushing more often costs more fsyncs).
+//
+// The consumer polls with a 1 ms backoff when it has caught up (0.7's
+// fetcher backs off up to 1 s, which would hide the flush policy), so the
+// delay is the flush policy's plus a millisecond or so.
+
+// LatencySetting is one flush policy of the experiment.
+type LatencySetting struct {
+	Name string `json:"name"` // "log.flush.interval=500"
+	// FlushInterval and FlushIntervalMs are the broker's
+	// log.flush.interval and log.default.flush.interval.ms.
+	FlushInterval   int `json:"log_flush_interval"`
+	FlushIntervalMs int `json:"log_default_flush_interval_ms"`
+}
+
+// NoCountFlush is the log.flush.interval of the time-only settings: so
+// large that only the timer flushes.
+const NoCountFlush = 1_000_000_000
+
+// LatencySettings are the settings of figure 7: flushes every 1, 100, 500
+// (kafka/config/server.properties' default) and 10,000 messages with its
+// 3,000 ms timer, and by the timer alone every 100 and 3,000 ms.
+func LatencySettings() []LatencySetting {
+	var s []LatencySetting
+	for _, n := range []int{1, 100, 500, 10_000} {
+		s = append(s, LatencySetting{Name: fmt.Sprintf("log.flush.interval=%d", n), FlushInterval: n, FlushIntervalMs: 3000})
+	}
+	for _, ms := range []int{100, 3000} {
+		s = append(s, LatencySetting{Name: fmt.Sprintf("log.default.flush.interval.ms=%d", ms), FlushInterval: NoCountFlush, FlushIntervalMs: ms})
+	}
+	return s
+}
+
+// Properties are the broker settings of s (over the launcher's shipped ones).
+func (s LatencySetting) Properties() map[string]string {
+	return map[string]string{"log.flush.interval": strconv.Itoa(s.FlushInterval),
+		"log.default.flush.interval.ms": strconv.Itoa(s.FlushIntervalMs)}
+}
+
+// LatencyResult is one setting's measurement.
+type LatencyResult struct {
+	Setting  LatencySetting `json:"setting"`
+	Messages int64          `json:"messages"`
+	// Percentiles of send → receipt, in milliseconds.
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	P999Ms float64 `json:"p999_ms"`
+	MaxMs  float64 `json:"max_ms"`
+	// PacedMsgPerS is what the paced producer achieved (its target is
+	// Latency.Rate). UnpacedMsgPerS is the unpaced batch-1 producer's send
+	// rate (the broker's socket sets its pace) and UnpacedHeldMsgPerS its
+	// rate until the broker held every message (its last partial flush
+	// included, which a timer-only setting makes long).
+	PacedMsgPerS       float64 `json:"paced_msg_per_s"`
+	UnpacedMsgPerS     float64 `json:"unpaced_msg_per_s"`
+	UnpacedHeldMsgPerS float64 `json:"unpaced_held_msg_per_s"`
+	Load               string  `json:"load"`
+	BrokerSettings     string  `json:"broker_settings,omitempty"`
+	Error              string  `json:"error,omitempty"`
+}
+
+// Latency is the whole experiment.
+type Latency struct {
+	Rate     int             `json:"rate"` // paced producer's messages per second
+	Seconds  float64         `json:"seconds_per_setting"`
+	Unpaced  int             `json:"unpaced_messages"`
+	Size     int             `json:"message_size"`
+	Settings []LatencyResult `json:"settings"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// LatencyConfig sets the experiment up.
+type LatencyConfig struct {
+	Rate     int           // paced producer's messages per second
+	Duration time.Duration // paced phase per setting
+	Unpaced  int           // messages of the unpaced producer per setting
+	Size     int           // payload bytes (at least 8: the send time)
+	// Start starts a broker with props over the shipped settings and
+	// returns its address, a description of its settings and how to stop it.
+	Start    func(ctx context.Context, props map[string]string) (addr, settings string, stop func() error, err error)
+	Progress func(string)
+}
+
+// RunLatency measures every setting of LatencySettings.
+func RunLatency(ctx context.Context, cfg LatencyConfig) (*Latency, error) {
+	if cfg.Size < 8 || cfg.Rate <= 0 || cfg.Duration <= 0 || cfg.Start == nil {
+		return nil, fmt.Errorf("experiments: latency: need a rate, a duration, a size of at least 8 bytes and a Start (got %+v)", cfg)
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = func(string) {}
+	}
+	l := &Latency{Rate: cfg.Rate, Seconds: cfg.Duration.Seconds(), Unpaced: cfg.Unpaced, Size: cfg.Size}
+	var errs []error
+	for _, s := range LatencySettings() {
+		r, err := runLatencySetting(ctx, cfg, s)
+		if err != nil {
+			r.Error = err.Error()
+			errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
+		}
+		cfg.Progress(fmt.Sprintf("latency %s: p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; paced %.0f msg/s, unpaced batch 1 %.0f msg/s sent, %.0f held",
+			s.Name, r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs, r.PacedMsgPerS, r.UnpacedMsgPerS, r.UnpacedHeldMsgPerS))
+		l.Settings = append(l.Settings, r)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		l.Error = err.Error()
+	}
+	return l, err
+}
+
+func runLatencySetting(ctx context.Context, cfg LatencyConfig, s LatencySetting) (LatencyResult, error) {
+	r := LatencyResult{Setting: s, Load: ReadMachineLoad().String()}
+	addr, settings, stop, err := cfg.Start(ctx, s.Properties())
+	if err != nil {
+		return r, err
+	}
+	r.BrokerSettings = settings
+	err = measureLatency(ctx, cfg, addr, &r)
+	if err == nil && cfg.Unpaced > 0 {
+		r.UnpacedMsgPerS, r.UnpacedHeldMsgPerS, err = unpacedRate(ctx, addr, cfg.Unpaced, cfg.Size)
+	}
+	return r, errors.Join(err, stop())
+}
+
+// latencyTopic and unpacedTopic are the experiment's topics, partition 0.
+const (
+	latencyTopic = "latency"
+	unpacedTopic = "latency-unpaced"
+)
+
+// measureLatency runs the paced producer and the consumer together. The
+// consumer records the first Duration × Rate messages (and the one that
+// created the partition); the producer keeps its pace until the consumer
+// has them all, so that the last ones are flushed as in the steady state
+// instead of waiting for the timer at the end of the run.
+func measureLatency(ctx context.Context, cfg LatencyConfig, addr string, r *LatencyResult) error {
+	p, err := newLatencyProducer(addr)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	total := int64(cfg.Duration.Seconds()*float64(cfg.Rate)) + 1
+	payload := make([]byte, cfg.Size)
+	copy(payload[8:], compare.Payload(cfg.Size)[8:])
+	stamp := func() { binary.BigEndian.PutUint64(payload, uint64(time.Now().UnixNano())) }
+	// The first message creates the partition; the consumer starts after it.
+	stamp()
+	if err := p.Send(latencyTopic, 0, payload); err != nil {
+		return fmt.Errorf("first send: %w", err)
+	}
+	hist := hdrhistogram.New(1, 120_000_000, 3) // µs, up to 2 minutes
+	cctx, cancel := context.WithTimeout(ctx, cfg.Duration+time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- consumeStamped(cctx, addr, total, hist) }()
+	start := time.Now()
+	var sent int64
+	var cerr error
+	for consumed := false; !consumed; {
+		select {
+		case cerr = <-done:
+			consumed = true
+			continue
+		default:
+		}
+		// Pace: message i leaves at start + i/rate.
+		if d := time.Until(start.Add(time.Duration(float64(sent) / float64(cfg.Rate) * float64(time.Second)))); d > 0 {
+			time.Sleep(d)
+		}
+		stamp()
+		if err := p.Send(latencyTopic, 0, payload); err != nil {
+			cancel()
+			<-done
+			return fmt.Errorf("send %d: %w", sent, err)
+		}
+		sent++
+	}
+	r.PacedMsgPerS = float64(sent) / time.Since(start).Seconds()
+	if cerr != nil {
+		return cerr
+	}
+	r.Messages = hist.TotalCount()
+	ms := func(q float64) float64 { return float64(hist.ValueAtQuantile(q)) / 1000 }
+	r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs = ms(50), ms(99), ms(99.9), float64(hist.Max())/1000
+	return nil
+}
+
+func newLatencyProducer(addr string) (*producer.SyncProducer, error) {
+	pc := producer.DefaultConfig()
+	pc.BrokerList = "0:" + addr
+	pc.Magic = message.MagicV0
+	p, err := producer.NewSync(pc)
+	if err != nil {
+		return nil, fmt.Errorf("latency producer for %s: %w", addr, err)
+	}
+	return p, nil
+}
+
+// consumeStamped reads n messages from the start of the latency topic and
+// records each one's delay since the time stamped in its first 8 bytes.
+func consumeStamped(ctx context.Context, addr string, n int64, hist *hdrhistogram.Histogram) error {
+	c := consumer.NewSimpleConsumer(addr, 30*time.Second)
+	defer c.Close()
+	it := consumer.NewPartitionIterator(c, latencyTopic, 0, 0, consumer.DefaultFetchSize)
+	it.MinBackoff, it.MaxBackoff = time.Millisecond, time.Millisecond
+	for got := int64(0); got < n; got++ {
+		if !it.Next(ctx) {
+			return fmt.Errorf("consumer after %d of %d messages: %w", got, n, it.Err())
+		}
+		p := it.Payload()
+		if len(p) < 8 {
+			return fmt.Errorf("message at offset %d has %d bytes, no send time", it.Offset(), len(p))
+		}
+		d := time.Since(time.Unix(0, int64(binary.BigEndian.Uint64(p))))
+		if err := hist.RecordValue(max(1, d.Microseconds())); err != nil {
+			return fmt.Errorf("delay %v at offset %d: %w", d, it.Offset(), err)
+		}
+	}
+	return nil
+}
+
+// unpacedRate sends n messages one per request as fast as it can and
+// returns the send rate and the rate until the broker holds (has flushed)
+// them all.
+func unpacedRate(ctx context.Context, addr string, n, size int) (send, held float64, err error) {
+	p, err := newLatencyProducer(addr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.Close()
+	payload := compare.Payload(size)
+	c := consumer.NewSimpleConsumer(addr, 30*time.Second)
+	defer c.Close()
+	start := time.Now()
+	for i := range n {
+		if err := p.Send(unpacedTopic, 0, payload); err != nil {
+			return 0, 0, fmt.Errorf("unpaced send %d: %w", i, err)
+		}
+	}
+	send = float64(n) / time.Since(start).Seconds()
+	want := int64(n) * int64(message.SizeV0(size))
+	for {
+		end, err := c.LatestOffset(unpacedTopic, 0)
+		if err != nil {
+			return send, 0, err
+		}
+		if end >= want {
+			return send, float64(n) / time.Since(start).Seconds(), nil
+		}
+		if ctx.Err() != nil || time.Since(start) > 5*time.Minute {
+			return send, 0, fmt.Errorf("unpaced: the broker holds %d of %d bytes", end, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// latencySection is REPORT.md's table of figure 7.
+func latencySection(l *Latency) string {
+	if l == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## §3.1: the flush trade-off (figure 7)\n\n")
+	fmt.Fprintf(&b, "A message is visible to consumers only once the broker has flushed it (§3.1). One producer sends %s messages/s of %d bytes, one per request, each stamped with its send time, for %.0f s per setting; one consumer reads the same partition (1 ms backoff when caught up) and records send → receipt in an HdrHistogram. A broker of its own per setting; \"unpaced\" is a batch-1 producer of %s messages as fast as it can: its send rate, and its rate until the broker holds them all. Figure: `fig7_latency.png`.\n\n",
+		commas(float64(l.Rate)), l.Size, l.Seconds, commas(float64(l.Unpaced)))
+	b.WriteString("| setting | messages | p50 ms | p99 ms | p99.9 ms | max ms | paced producer msg/s | unpaced batch-1 sends msg/s | unpaced until held msg/s | load at start | error |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range l.Settings {
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s |\n", r.Setting.Name, commas(float64(r.Messages)),
+			r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs, commas(r.PacedMsgPerS), commas(r.UnpacedMsgPerS), commas(r.UnpacedHeldMsgPerS), r.Load, oneLine(r.Error))
+	}
+	b.WriteString("\nThe paper (§3.1): consumers see a message only after the flush; with a count of N, a message waits for the N−1 after it (at this rate, N/rate seconds) or for the timer, whichever comes first. Flushing after every message costs an fsync per message, which the unpaced column shows.\n")
+	return b.String()
+}
