@@ -45,6 +45,7 @@ type Log struct {
 
 	flushMu sync.Mutex    // one flush at a time
 	toSync  []*segment    // scratch for flush, guarded by flushMu
+	syncs   FsyncStats    // guarded by flushMu
 	flushCh chan struct{} // wakes the flusher goroutine; capacity 1
 	done    chan struct{}
 	wg      sync.WaitGroup
@@ -297,9 +298,11 @@ func (l *Log) flush(force bool) error {
 
 	var err error
 	for i, s := range toSync {
+		t0 := time.Now()
 		if e := l.st.Sync(s.file); e != nil && err == nil {
 			err = fmt.Errorf("fsync %s: %w", s.path, e)
 		}
+		l.syncs.add(time.Since(t0))
 		s.release()
 		toSync[i] = nil
 	}
@@ -409,10 +412,36 @@ func (l *Log) Close() error {
 	close(l.done)
 	l.wg.Wait()
 	err := l.flush(true) // a failed partition gets one last probe
+	l.flushMu.Lock()
+	st := l.syncs
+	l.flushMu.Unlock()
+	l.log.Info("log closed: its fsyncs", "dir", l.dir, "fsyncs", st.Count, "total", st.Total, "max", st.Max)
 	l.mu.Lock()
 	for _, s := range *l.segs.Load() {
 		s.release()
 	}
 	l.mu.Unlock()
 	return err
+}
+
+// FsyncStats are the flusher's fsyncs since the log was opened: how many,
+// their total and their longest duration. A slowdown over a long run that
+// comes from the disk or the page cache shows here (docs/PERFORMANCE.md,
+// flat over the run); Close logs them.
+type FsyncStats struct {
+	Count      int64
+	Total, Max time.Duration
+}
+
+func (s *FsyncStats) add(d time.Duration) {
+	s.Count++
+	s.Total += d
+	s.Max = max(s.Max, d)
+}
+
+// Fsyncs returns the log's FsyncStats so far.
+func (l *Log) Fsyncs() FsyncStats {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.syncs
 }
