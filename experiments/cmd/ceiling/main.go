@@ -157,8 +157,11 @@ func runPerf(ctx context.Context, bin string, o options, w io.Writer) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin, "--messages", strconv.Itoa(o.messages), "--b1-messages", strconv.Itoa(o.b1Messages),
-		"--message-size", strconv.Itoa(o.size))
+	args := []string{"--messages", strconv.Itoa(o.messages), "--b1-messages", strconv.Itoa(o.b1Messages), "--message-size", strconv.Itoa(o.size)}
+	if o.dropCache {
+		args = append(args, "--drop-cache")
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = repo
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -178,6 +181,11 @@ func runPerf(ctx context.Context, bin string, o options, w io.Writer) (map[strin
 			}
 		}
 		fmt.Fprintf(w, "ours    %-18s %s\n", name, rest)
+	}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "broker: ") || strings.HasPrefix(l, "rate per tenth") || strings.HasPrefix(l, "== dropped") {
+			fmt.Fprintln(w, "ours   ", l)
+		}
 	}
 	for _, p := range pairs {
 		if _, ok := got[p.ours]; !ok {

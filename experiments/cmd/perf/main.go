@@ -50,7 +50,7 @@ import (
 type options struct {
 	messages, b1Messages, size, fetchSize int
 	phases                                []string
-	strace                                bool
+	strace, dropCache                     bool
 	profileDir, outDir                    string
 	bin                                   string // the kafka command to build and run
 }
@@ -64,6 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.size, "message-size", 200, "payload bytes")
 	fs.IntVar(&o.fetchSize, "fetch-size", 307200, "consumer bytes per fetch")
 	phases := fs.String("phases", "b50 b1 consumer", "which runs, in this order (consumer reads perf50, so it needs b50 before it)")
+	fs.BoolVar(&o.dropCache, "drop-cache", false, "drop the page cache before every run (root: sync, then 1 into /proc/sys/vm/drop_caches), so each starts from the same state")
 	fs.BoolVar(&o.strace, "strace", false, "also run a 100,000-message batch-1 producer under `strace -f -c` (write system calls per request)")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the broker and of every tool run there (broker.prof, producer50.prof, ...)")
 	fs.StringVar(&o.outDir, "out-dir", "", "keep every tool's full output there")
@@ -164,6 +165,12 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 	r := runner{w: w, bin: bin, out: out, broker: broker, settings: settings}
 
 	for _, ph := range o.phases {
+		if o.dropCache {
+			if err := experiments.DropPageCache(); err != nil {
+				return err
+			}
+			say(w, "dropped the page cache before %s", ph)
+		}
 		var err error
 		switch ph {
 		case "b50":
@@ -192,7 +199,16 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 	if stopErr != nil {
 		return stopErr
 	}
-	fmt.Fprintf(w, "broker: clean shutdown (exit 0, %s/.kafka_cleanshutdown written)\n\n", r.broker.LogDir())
+	fmt.Fprintf(w, "broker: clean shutdown (exit 0, %s/.kafka_cleanshutdown written)\n", r.broker.LogDir())
+	// The flusher's fsyncs per partition (kafka/log Log.Fsyncs), from the broker's log.
+	if b, err := os.ReadFile(r.broker.LogPath()); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "log closed: its fsyncs") {
+				fmt.Fprintln(w, "broker:", l)
+			}
+		}
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "summary (broker settings %s):\n", settings)
 	for _, l := range r.results {
 		fmt.Fprintln(w, l)
