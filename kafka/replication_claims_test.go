@@ -5,12 +5,14 @@ package kafka_test
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // "Followers fetch from the leader like consumers and append the leader's bytes verbatim, so a message has
@@ -134,5 +136,23 @@ func TestIntegration_ClaimStaleControllerEpochIsRefused(t *testing.T) {
 	}
 	if b.Replication().Partition("epochs", 0).IsLeader() {
 		t.Fatal("broker 1 took the leadership a stale controller offered")
+	}
+	// Nor can it change the partition's state in ZooKeeper: its writes are fenced by /controller_epoch's
+	// version, which the newer election moved.
+	data, ev, err := rc.zk.GetVersion(zk.ControllerEpochPath) // the version the current controller's writes are fenced by
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.zk.SetVersion(zk.ControllerEpochPath, data, ev); err != nil { // as a newer election does
+		t.Fatal(err)
+	}
+	forged := st
+	forged.Leader = 1
+	_, err = rc.zk.SetVersionFenced(zk.PartitionStatePath("epochs", 0), forged.Marshal(), st.ZKVersion, false, zk.ControllerEpochPath, ev)
+	if !errors.Is(err, zk.ErrFenced) {
+		t.Fatalf("a state write fenced by an old controller epoch: %v, want zk.ErrFenced", err)
+	}
+	if now := rc.state("epochs", 0); now.Leader != st.Leader || now.ZKVersion != st.ZKVersion {
+		t.Fatalf("state changed by a fenced write: %+v, was %+v", now, st)
 	}
 }

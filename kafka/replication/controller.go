@@ -112,9 +112,10 @@ func (m *Manager) sleep(d time.Duration) bool {
 
 // controller is the active controller's state, alive while this broker holds /controller.
 type controller struct {
-	m     *Manager
-	lg    *slog.Logger
-	epoch int32
+	m            *Manager
+	lg           *slog.Logger
+	epoch        int32
+	epochVersion int32 // /controller_epoch's version after this controller's increment: the fence of its writes
 
 	sent     map[int32]map[TopicPartition]sentState // per live broker: what it was last sent
 	creators map[int32]string                       // per live broker: its registration's creator (a restart changes it)
@@ -170,6 +171,13 @@ func (c *controller) run(sessions <-chan struct{}) {
 		if err == nil {
 			err = c.reconcile()
 		}
+		if errors.Is(err, zk.ErrFenced) {
+			c.lg.Warn("replication: a newer controller has been elected; resigning", "epoch", c.epoch, "err", err)
+			if id, _ := ReadController(m.zk); id == m.cfg.BrokerID {
+				m.zk.Delete(zk.ControllerPath) // still ours: let a fresh election (and epoch) happen
+			}
+			return
+		}
 		retry = nil
 		if err != nil {
 			c.lg.Warn("replication: controller pass incomplete; retrying", "err", err)
@@ -207,13 +215,14 @@ func (c *controller) bumpEpoch() error {
 			return err
 		}
 		next := []byte(strconv.Itoa(int(e) + 1))
+		nv := int32(0)
 		if v < 0 {
 			err = c.m.zk.CreatePersistent(zk.ControllerEpochPath, next)
 		} else {
-			_, err = c.m.zk.SetVersion(zk.ControllerEpochPath, next, v)
+			nv, err = c.m.zk.SetVersion(zk.ControllerEpochPath, next, v)
 		}
 		if err == nil {
-			c.epoch = e + 1
+			c.epoch, c.epochVersion = e+1, nv
 			return nil
 		}
 		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
@@ -295,7 +304,7 @@ func (c *controller) decide(tp TopicPartition, replicas []int32, live map[int32]
 		if err := m.zk.EnsurePath(zk.TopicPartitionsPath(tp.Topic) + "/" + strconv.Itoa(int(tp.Partition))); err != nil {
 			return State{}, err
 		}
-		written, err := WriteState(m.zk, tp.Topic, int(tp.Partition), ns)
+		written, err := c.writeState(tp, ns)
 		if err != nil {
 			return State{}, err
 		}
@@ -353,13 +362,26 @@ func (c *controller) decide(tp TopicPartition, replicas []int32, live map[int32]
 		return s, nil
 	}
 	ns.ControllerEpoch = c.epoch
-	written, err := WriteState(m.zk, tp.Topic, int(tp.Partition), ns)
+	written, err := c.writeState(tp, ns)
 	if err != nil {
 		return State{}, fmt.Errorf("replication: write state of %s: %w", tp, err)
 	}
 	c.lg.Info("replication: partition state changed", "partition", tp.String(), "why", why, "leader", ns.Leader,
 		"leaderEpoch", ns.LeaderEpoch, "isr", ns.ISR, "was", fmt.Sprintf("leader %d epoch %d isr %v", s.Leader, s.LeaderEpoch, s.ISR))
 	return written, nil
+}
+
+// writeState is WriteState fenced by the controller epoch: it happens only while /controller_epoch is at
+// the version this controller's election left it, so a controller deposed without knowing it yet changes no
+// partition state (0.8 had no such fence; Kafka added one later).
+func (c *controller) writeState(tp TopicPartition, s State) (State, error) {
+	v, err := c.m.zk.SetVersionFenced(zk.PartitionStatePath(tp.Topic, int(tp.Partition)), s.Marshal(), s.ZKVersion,
+		s.ZKVersion < 0, zk.ControllerEpochPath, c.epochVersion)
+	if err != nil {
+		return s, err
+	}
+	s.ZKVersion = v
+	return s, nil
 }
 
 // send queues, for every live broker, the partitions it replicates whose state it has not been sent yet.

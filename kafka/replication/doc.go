@@ -79,8 +79,12 @@
 // /controller. It then adds one to /controller_epoch (a persistent counter,
 // updated conditionally), and every request it sends carries that epoch; a
 // broker refuses a request with an epoch older than the newest it has seen
-// (StaleControllerEpoch), so a deposed controller that has not noticed yet
-// changes nothing. When /controller goes away every broker tries again.
+// (StaleControllerEpoch), and its writes to partition state nodes are fenced
+// (one ZooKeeper multi-operation that also checks /controller_epoch's version,
+// a fence 0.8 lacked), so a deposed controller that has not noticed yet
+// changes nothing. When /controller goes away every broker tries again; the
+// candidacy starts with the first replicated topic, so a cluster of 0.7
+// topics keeps exactly 0.7's ZooKeeper tree.
 //
 // The controller watches /brokers/ids and /brokers/topics, and is the only
 // one to change a partition's leader:
