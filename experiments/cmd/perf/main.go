@@ -249,10 +249,12 @@ func (r *runner) tool(ctx context.Context, name string, extra []string, args ...
 	}
 	pid := strconv.Itoa(r.broker.Pid())
 	run0, wait0, _ := schedstat.Read(pid)
+	stopSampling := sampleBroker(r.broker.Pid())
 	cmd := exec.CommandContext(ctx, r.bin, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	err = cmd.Run()
 	f.Close()
+	samples := stopSampling()
 	if err != nil {
 		b, _ := os.ReadFile(path)
 		r.w.Write(b)
@@ -263,6 +265,7 @@ func (r *runner) tool(ctx context.Context, name string, extra []string, args ...
 		fmt.Fprintf(r.w, "broker during %s: %.3f s of CPU, %.3f s runnable but waiting for a CPU\n", name,
 			(run1 - run0).Seconds(), (wait1 - wait0).Seconds())
 	}
+	printTenths(r.w, name, samples)
 	return r.report(name, path)
 }
 
@@ -333,4 +336,77 @@ func (r *runner) strace(ctx context.Context, size int) error {
 		}
 	}
 	return nil
+}
+
+// brokerSample is the broker's CPU, CPU wait and bytes written to storage
+// (write_bytes of /proc/<pid>/io) at one moment.
+type brokerSample struct {
+	at         time.Time
+	run, wait  time.Duration
+	writeBytes int64
+}
+
+// sampleBroker samples the broker every 50 ms until the returned function
+// is called, which returns the samples (the first taken at once).
+func sampleBroker(pid int) func() []brokerSample {
+	var samples []brokerSample
+	take := func() {
+		run, wait, ok := schedstat.Read(strconv.Itoa(pid))
+		io, err := localsvc.ProcessIO(pid)
+		if ok && err == nil {
+			samples = append(samples, brokerSample{at: time.Now(), run: run, wait: wait, writeBytes: io.WriteBytes})
+		}
+	}
+	take()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				take()
+				return
+			case <-t.C:
+				take()
+			}
+		}
+	}()
+	return func() []brokerSample {
+		close(stop)
+		<-done
+		return samples
+	}
+}
+
+// printTenths prints the broker's work in each tenth of a run's time: CPU
+// seconds, seconds runnable but waiting for a CPU, MB written to storage,
+// and MB per CPU second. A tenth in which the broker's CPU per byte grows
+// did more work of ours per message; one in which only the wait grows was
+// slowed by the machine (docs/PERFORMANCE.md, flat over the run).
+func printTenths(w io.Writer, name string, s []brokerSample) {
+	if len(s) < 11 {
+		return
+	}
+	fmt.Fprintf(w, "broker per tenth of %s's time (every 50 ms: Linux schedstat, /proc/<pid>/io):\n", name)
+	fmt.Fprintf(w, "%6s %8s %8s %10s %10s %12s\n", "tenth", "ends s", "cpu s", "cpuwait s", "write MB", "MB / cpu s")
+	first, last := s[0], s[len(s)-1]
+	span := last.at.Sub(first.at)
+	prev := first
+	j := 0
+	for i := 1; i <= 10; i++ {
+		end := first.at.Add(span * time.Duration(i) / 10)
+		for j < len(s)-1 && s[j].at.Before(end) {
+			j++
+		}
+		cur := s[j]
+		cpu, mb := (cur.run - prev.run).Seconds(), float64(cur.writeBytes-prev.writeBytes)/1e6
+		per := 0.0
+		if cpu > 0 {
+			per = mb / cpu
+		}
+		fmt.Fprintf(w, "%6d %8.2f %8.3f %10.3f %10.1f %12.1f\n", i, cur.at.Sub(first.at).Seconds(), cpu, (cur.wait - prev.wait).Seconds(), mb, per)
+		prev = cur
+	}
 }

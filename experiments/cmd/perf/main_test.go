@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -56,5 +57,27 @@ func TestIntegration_Perf(t *testing.T) {
 	}
 	if n := len(regexp.MustCompile(`(?m)^== .*\(load average: [0-9.]+, [0-9.]+, [0-9.]+, page cache [0-9,]+ MB\)$`).FindAllString(text, -1)); n < 5 {
 		t.Errorf("%d steps name the load and the page cache, want every one (5):\n%s", n, text)
+	}
+}
+
+// printTenths splits the broker's samples into ten spans of time and
+// prints each one's CPU, wait and bytes written.
+func TestPrintTenths(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	var s []brokerSample
+	for i := range 21 { // every 100 ms for 2 s: 10 ms of CPU and 1 MB per sample
+		s = append(s, brokerSample{at: t0.Add(time.Duration(i) * 100 * time.Millisecond),
+			run: time.Duration(i) * 10 * time.Millisecond, wait: time.Duration(i) * time.Millisecond, writeBytes: int64(i) * 1e6})
+	}
+	var b strings.Builder
+	printTenths(&b, "producer50", s)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 12 || !strings.Contains(lines[0], "producer50") {
+		t.Fatalf("got:\n%s", b.String())
+	}
+	for _, l := range lines[2:] {
+		if f := strings.Fields(l); len(f) != 6 || f[2] != "0.020" || f[3] != "0.002" || f[4] != "2.0" || f[5] != "100.0" {
+			t.Fatalf("row %q, want 0.020 s CPU, 0.002 s wait, 2.0 MB, 100.0 MB per CPU s", l)
+		}
 	}
 }
