@@ -182,10 +182,9 @@ func runPerf(ctx context.Context, bin string, o options, w io.Writer) (map[strin
 		}
 		fmt.Fprintf(w, "ours    %-18s %s\n", name, rest)
 	}
-	for _, l := range strings.Split(out.String(), "\n") {
-		if strings.HasPrefix(l, "broker: ") || strings.HasPrefix(l, "rate per tenth") || strings.HasPrefix(l, "== dropped") {
-			fmt.Fprintln(w, "ours   ", l)
-		}
+	// All of perf's output, its tenth tables and the broker's per tenth.
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		fmt.Fprintln(w, "  perf |", l)
 	}
 	for _, p := range pairs {
 		if _, ok := got[p.ours]; !ok {
