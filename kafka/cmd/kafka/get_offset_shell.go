@@ -1,12 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
-	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 func init() {
@@ -34,18 +32,9 @@ func getOffsetShell(args []string, std stdio) error {
 	if *n < 1 {
 		return usagef("--offsets must be at least 1, got %d", *n)
 	}
-	c := consumer.NewSimpleConsumer(*broker, 30*time.Second)
+	c := consumer.NewSimpleConsumer(leaderAddr(*broker, *topic, *partition), 30*time.Second)
 	defer c.Close()
 	offs, err := c.GetOffsetsBefore(*topic, int32(*partition), *t, int32(*n))
-	if errors.Is(err, protocol.ErrNotLeaderForPartition) {
-		// docs/PROTOCOL.md §10: a replicated partition is answered by its leader; ask it.
-		leaders, addrs, lerr := consumer.Leaders([]string{*broker}, 30*time.Second, *topic)
-		if ls := leaders[*topic]; lerr == nil && *partition < len(ls) && ls[*partition] >= 0 {
-			lc := consumer.NewSimpleConsumer(addrs[ls[*partition]], 30*time.Second)
-			defer lc.Close()
-			offs, err = lc.GetOffsetsBefore(*topic, int32(*partition), *t, int32(*n))
-		}
-	}
 	if err != nil {
 		return err
 	}
@@ -53,4 +42,14 @@ func getOffsetShell(args []string, std stdio) error {
 		fmt.Fprintln(std.Out, o)
 	}
 	return nil
+}
+
+// leaderAddr is where to ask about a partition given on the command line with --broker: for a replicated
+// topic its leader, which the broker names in its METADATA answer (docs/PROTOCOL.md §10); else broker itself.
+func leaderAddr(broker, topic string, partition int) string {
+	leaders, addrs, err := consumer.Leaders([]string{broker}, 10*time.Second, topic)
+	if ls := leaders[topic]; err == nil && partition >= 0 && partition < len(ls) && ls[partition] >= 0 && addrs[ls[partition]] != "" {
+		return addrs[ls[partition]]
+	}
+	return broker
 }

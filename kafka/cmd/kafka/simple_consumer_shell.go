@@ -42,7 +42,7 @@ func simpleConsumerShell(args []string, std stdio) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	c := consumer.NewSimpleConsumer(*broker, 30*time.Second)
+	c := consumer.NewSimpleConsumer(leaderAddr(*broker, *topic, *partition), 30*time.Second)
 	defer c.Close()
 	start := *offset
 	if start < 0 {
