@@ -156,3 +156,36 @@ func TestIntegration_ClaimStaleControllerEpochIsRefused(t *testing.T) {
 		t.Fatalf("state changed by a fenced write: %+v, was %+v", now, st)
 	}
 }
+
+// "If no ISR member is alive the partition stays offline (leader -1) unless unclean.leader.election.enable is
+// true, in which case any live replica becomes leader and committed messages can be lost."
+func TestIntegration_ClaimUncleanLeaderElection(t *testing.T) {
+	for _, unclean := range []bool{false, true} {
+		t.Run(map[bool]string{false: "disabled", true: "enabled"}[unclean], func(t *testing.T) {
+			rc := startReplCluster(t, 3, map[string]string{"unclean.leader.election.enable": map[bool]string{false: "false", true: "true"}[unclean]})
+			rc.create("u", replication.Assignment{{1, 2}})
+			rc.brokers[2].Stop() // the follower: ISR [1]
+			rc.waitISR("u", 0, 1)
+			if res := dialRaw(t, rc.brokers[1].HostPort()).produce("u", 0, protocol.AcksAll, 5*time.Second, "only on 1"); res.Error != protocol.ErrNone {
+				t.Fatal(res.Error)
+			}
+			rc.brokers[1].Stop() // the last ISR member
+			rc.waitFor("partition offline", func() bool { return rc.state("u", 0).Leader == -1 })
+			rc.brokers[2].Restart() // alive, but not in the ISR
+			if !unclean {
+				time.Sleep(2 * time.Second)
+				if s := rc.state("u", 0); s.Leader != -1 {
+					t.Fatalf("unclean election disabled: broker %d leads a partition whose only in-sync replica is dead", s.Leader)
+				}
+				rc.brokers[1].Restart()
+				rc.waitFor("broker 1, the in-sync one, leading again", func() bool { return rc.state("u", 0).Leader == 1 })
+				return
+			}
+			rc.waitFor("broker 2 elected uncleanly", func() bool { return rc.state("u", 0).Leader == 2 })
+			if n := rc.brokers[2].Replication().Partition("u", 0).Log().LogEndOffset(); n != 0 {
+				t.Fatalf("broker 2's log end %d; it never had the message", n)
+			}
+			t.Logf("the committed message acknowledged by broker 1 is not on the new leader: the price of unclean.leader.election.enable")
+		})
+	}
+}
