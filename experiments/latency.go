@@ -61,6 +61,13 @@ func LatencySettings() []LatencySetting {
 	return s
 }
 
+// period is how often s flushes at rate messages per second: after
+// FlushInterval messages or FlushIntervalMs, whichever comes first.
+func (s LatencySetting) period(rate int) time.Duration {
+	byCount := time.Duration(float64(s.FlushInterval) / float64(rate) * float64(time.Second))
+	return min(byCount, time.Duration(s.FlushIntervalMs)*time.Millisecond)
+}
+
 // Properties are the broker settings of s (over the launcher's shipped ones).
 func (s LatencySetting) Properties() map[string]string {
 	return map[string]string{"log.flush.interval": strconv.Itoa(s.FlushInterval),
@@ -71,6 +78,7 @@ func (s LatencySetting) Properties() map[string]string {
 type LatencyResult struct {
 	Setting  LatencySetting `json:"setting"`
 	Messages int64          `json:"messages"`
+	Seconds  float64        `json:"seconds"` // the paced phase
 	// Percentiles of send → receipt, in milliseconds.
 	P50Ms  float64 `json:"p50_ms"`
 	P99Ms  float64 `json:"p99_ms"`
@@ -92,7 +100,7 @@ type LatencyResult struct {
 // Latency is the whole experiment.
 type Latency struct {
 	Rate     int             `json:"rate"` // paced producer's messages per second
-	Seconds  float64         `json:"seconds_per_setting"`
+	Seconds  float64         `json:"seconds_per_setting"` // at least; see LatencyResult.Seconds
 	Unpaced  int             `json:"unpaced_messages"`
 	Size     int             `json:"message_size"`
 	Settings []LatencyResult `json:"settings"`
@@ -109,6 +117,8 @@ type LatencyConfig struct {
 	// returns its address, a description of its settings and how to stop it.
 	Start    func(ctx context.Context, props map[string]string) (addr, settings string, stop func() error, err error)
 	Progress func(string)
+	// Settings are the flush settings to measure (default LatencySettings()).
+	Settings []LatencySetting
 }
 
 // RunLatency measures every setting of LatencySettings.
@@ -121,7 +131,10 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (*Latency, error) {
 	}
 	l := &Latency{Rate: cfg.Rate, Seconds: cfg.Duration.Seconds(), Unpaced: cfg.Unpaced, Size: cfg.Size}
 	var errs []error
-	for _, s := range LatencySettings() {
+	if cfg.Settings == nil {
+		cfg.Settings = LatencySettings()
+	}
+	for _, s := range cfg.Settings {
 		r, err := runLatencySetting(ctx, cfg, s)
 		if err != nil {
 			r.Error = err.Error()
@@ -143,6 +156,10 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (*Latency, error) {
 
 func runLatencySetting(ctx context.Context, cfg LatencyConfig, s LatencySetting) (LatencyResult, error) {
 	r := LatencyResult{Setting: s, Load: ReadMachineLoad().String()}
+	// At least five flush periods, so that the delays spread over whole
+	// periods (a run shorter than the 3 s timer would see one flush).
+	cfg.Duration = max(cfg.Duration, 5*s.period(cfg.Rate))
+	r.Seconds = cfg.Duration.Seconds()
 	addr, settings, stop, err := cfg.Start(ctx, s.Properties())
 	if err != nil {
 		return r, err
@@ -294,11 +311,11 @@ func latencySection(l *Latency) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## §3.1: the flush trade-off (figure 7)\n\n")
-	fmt.Fprintf(&b, "A message is visible to consumers only once the broker has flushed it (§3.1). One producer sends %s messages/s of %d bytes, one per request, each stamped with its send time, for %.0f s per setting; one consumer reads the same partition (1 ms backoff when caught up) and records send → receipt in an HdrHistogram. A broker of its own per setting; \"unpaced\" is a batch-1 producer of %s messages as fast as it can: its send rate, and its rate until the broker holds them all. Figure: `fig7_latency.png`.\n\n",
+	fmt.Fprintf(&b, "A message is visible to consumers only once the broker has flushed it (§3.1). One producer sends %s messages/s of %d bytes, one per request, each stamped with its send time, for %.0f s per setting (at least five flush periods); one consumer reads the same partition (1 ms backoff when caught up) and records send → receipt in an HdrHistogram. A broker of its own per setting; \"unpaced\" is a batch-1 producer of %s messages as fast as it can: its send rate, and its rate until the broker holds them all. Figure: `fig7_latency.png`.\n\n",
 		commas(float64(l.Rate)), l.Size, l.Seconds, commas(float64(l.Unpaced)))
-	b.WriteString("| setting | messages | p50 ms | p99 ms | p99.9 ms | max ms | paced producer msg/s | unpaced batch-1 sends msg/s | unpaced until held msg/s | load at start | error |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| setting | seconds | messages | p50 ms | p99 ms | p99.9 ms | max ms | paced producer msg/s | unpaced batch-1 sends msg/s | unpaced until held msg/s | load at start | error |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range l.Settings {
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s |\n", r.Setting.Name, commas(float64(r.Messages)),
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s |\n", r.Setting.Name, r.Seconds, commas(float64(r.Messages)),
 			r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs, commas(r.PacedMsgPerS), commas(r.UnpacedMsgPerS), commas(r.UnpacedHeldMsgPerS), r.Load, oneLine(r.Error))
 	}
 	b.WriteString("\nThe paper (§3.1): consumers see a message only after the flush; with a count of N, a message waits for the N−1 after it (at this rate, N/rate seconds) or for the timer, whichever comes first. Flushing after every message costs an fsync per message, which the unpaced column shows.\n")

@@ -65,7 +65,7 @@ func PlotLatency(path string, l *Latency) error {
 	p.Y.Max = math.Pow(10, math.Ceil(math.Log10(hi*1.5)))
 	p.X.Min, p.X.Max = -0.5, float64(len(l.Settings))-0.5
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	caption := fmt.Sprintf("Delay from the producer's send to the consumer's receipt, CRC checked: %s messages/s of %d bytes, one per request, %.0f s per setting, one broker per setting; the consumer polls every 1 ms when caught up. "+
+	caption := fmt.Sprintf("Delay from the producer's send to the consumer's receipt, CRC checked: %s messages/s of %d bytes, one per request, %.0f s per setting or five flush periods if longer, one broker per setting; the consumer polls every 1 ms when caught up. "+
 		"A message is visible only after the broker flushes it (§3.1): after log.flush.interval messages or log.default.flush.interval.ms, whichever comes first (the count settings keep the 3,000 ms timer; the timer settings flush on time alone).",
 		commas(float64(l.Rate)), l.Size, l.Seconds)
 	return figure{plot: p, yLabel: "send → receipt (ms, log scale)", legend: leg, caption: caption}.save(path)
