@@ -24,9 +24,10 @@
 // the paper's implied one for a system meant to move millions of messages a
 // second: in the steady state no path allocates, per message or per
 // operation (make test, allocs_test.go). The benchmarks (bench_test.go,
-// make bench) time the same Do. Each Op is a named type, so an instruction
-// counter such as `valgrind --tool=callgrind --toggle-collect='*hotpath.(*logAppend).Do'`
-// can count one path alone.
+// make bench) time the same Do, and make perf-check counts its
+// instructions: TestRun (run_test.go) runs one path n times in a process
+// of its own under valgrind --tool=callgrind, and again with n = 0, and the
+// difference is the path's cost (experiments/perfcheck).
 //
 // The brokers here run in this process, with the settings every
 // measurement of the repository uses (broker.Shipped), on 127.0.0.1 and a
