@@ -60,7 +60,7 @@ type Manager struct {
 
 	mu        sync.RWMutex
 	parts     map[TopicPartition]*Partition
-	kinds     map[string]bool // topics known to be replicated
+	kinds     map[string]bool // topics known to be replicated (true) or to be 0.7's here (false)
 	ctrlEpoch int32           // the newest controller epoch seen
 	fetchers  map[fetcherKey]*fetcher
 	closed    bool
@@ -167,10 +167,23 @@ func (m *Manager) Partitions() []*Partition {
 // may be created later.
 func (m *Manager) Replicated(topic string) bool {
 	m.mu.RLock()
-	known := m.kinds[topic]
+	kind, known := m.kinds[topic]
 	m.mu.RUnlock()
 	if known {
-		return true
+		return kind
+	}
+	// A 0.7 partition of the topic here (no leader-epoch-checkpoint) settles it without ZooKeeper, for good:
+	// a name in use by a 0.7 topic cannot become replicated, and the produce path asks for every request
+	// that names partition -1.
+	for p := range m.logs.Partitions(topic) {
+		if l, ok := m.logs.Get(topic, p); ok {
+			if _, err := loadEpochs(l.Dir(), false); err != nil {
+				m.mu.Lock()
+				m.kinds[topic] = false
+				m.mu.Unlock()
+				return false
+			}
+		}
 	}
 	_, err := ReadAssignment(m.zk, topic)
 	switch {
