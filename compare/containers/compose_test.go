@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,6 +235,8 @@ func TestIntegration_Compose(t *testing.T) {
 	d, total := received()
 	t.Logf("consumed %d distinct messages (%d deliveries) through the rebalances", d, total)
 
+	composeReplicated(t, ctx, c, bin, zkAddr, waitZK)
+
 	// The other two systems answer on their published loopback ports.
 	for _, sys := range []struct {
 		name string
@@ -302,4 +305,67 @@ func TestComposeScriptPicksWhatIsInstalled(t *testing.T) {
 			t.Errorf("%s: --which = %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
+}
+
+// composeReplicated is the cluster's replicated topic (docs/PROTOCOL.md §10): three replicas of one partition,
+// messages produced with acks=-1, the leader's container stopped, more messages through the new leader, and
+// every acknowledged message read back from the beginning; then the stopped broker comes back into the ISR.
+func composeReplicated(t *testing.T, ctx context.Context, c *compose, bin, zkAddr string, waitZK func(string, func() bool)) {
+	t.Helper()
+	const topic = "compose-replicated"
+	kafka := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kafka %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	describe := func() (leader, isr string) {
+		out := kafka("", "topics", "--zookeeper", zkAddr, "--describe", "--topic", topic)
+		m := regexp.MustCompile(`Leader: (\S+)\tReplicas: \S+\tIsr: (\S+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("describe %s:\n%s", topic, out)
+		}
+		return m[1], m[2]
+	}
+	produce := func(from, to int) {
+		var in strings.Builder
+		for i := from; i < to; i++ {
+			fmt.Fprintf(&in, "replicated-%05d\n", i)
+		}
+		kafka(in.String(), "console-producer", "--zookeeper", zkAddr, "--topic", topic, "--batch-size", "10",
+			"--request-required-acks", "-1", "--request-timeout-ms", "10000")
+	}
+	kafka("", "topics", "--zookeeper", zkAddr, "--create", "--topic", topic, "--replication-factor", "3", "--partitions", "1")
+	waitZK("all three replicas in sync", func() bool { _, isr := describe(); return len(strings.Split(isr, ",")) == 3 })
+	produce(0, 200)
+	leader, _ := describe()
+	c.run("stop", "kafka-"+leader)
+	waitZK("a new leader for "+topic, func() bool { l, _ := describe(); return l != leader && l != "none" })
+	newLeader, isr := describe()
+	t.Logf("stopped leader kafka-%s: broker %s leads, Isr %s", leader, newLeader, isr)
+	produce(200, 400)
+	out := kafka("", "console-consumer", "--zookeeper", zkAddr, "--topic", topic, "--from-beginning", "--max-messages", "400",
+		"--consumer-timeout-ms", "30000")
+	seen := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "replicated-") {
+			seen[l] = true
+		}
+	}
+	lost := 0
+	for i := range 400 {
+		if !seen[fmt.Sprintf("replicated-%05d", i)] {
+			lost++
+		}
+	}
+	t.Logf("replicated topic: 400 acknowledged (acks=-1), %d read back, %d lost", len(seen), lost)
+	if lost > 0 {
+		t.Errorf("%d acknowledged messages lost after the leader's container stopped", lost)
+	}
+	c.run("start", "kafka-"+leader)
+	waitZK("kafka-"+leader+" back in the ISR", func() bool { _, isr := describe(); return len(strings.Split(isr, ",")) == 3 })
 }
