@@ -107,5 +107,11 @@ func ceilingSection(s *Summary) string {
 		fmt.Fprintf(&b, "| %s | %s | %.2f | %s MB | %s | %s | %s |\n", r.Probe, commas(r.MsgPerS), r.Seconds,
 			commas(float64(r.PageCacheMB)), r.Bounds, ours, frac)
 	}
+	for _, r := range s.Ceiling {
+		if r.Fraction > 1 {
+			fmt.Fprintf(&b, "\n**%s: ours is above the probe** (%.0f%%): in this run the probe did not reach the machine's ceiling, so it bounds nothing here (a probe lasting %.2f s on a shared machine; `make ceiling` repeats probes and tools in turns).\n",
+				r.Probe, 100*r.Fraction, r.Seconds)
+		}
+	}
 	return b.String()
 }

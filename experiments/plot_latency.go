@@ -74,7 +74,10 @@ func PlotLatency(path string, l *Latency) error {
 // shortSetting is a setting's tick label.
 func shortSetting(s LatencySetting) string {
 	if s.FlushInterval == NoCountFlush {
-		return fmt.Sprintf("every %d ms", s.FlushIntervalMs)
+		return fmt.Sprintf("every %s ms", commas(float64(s.FlushIntervalMs)))
+	}
+	if s.FlushInterval == 1 {
+		return "every message"
 	}
 	return fmt.Sprintf("every %s msgs", commas(float64(s.FlushInterval)))
 }

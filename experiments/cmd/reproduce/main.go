@@ -320,8 +320,9 @@ func runCompression(ctx context.Context, n int, stderr io.Writer) (*experiments.
 }
 
 // measureCeiling runs the three probes of the machine's ceiling with the
-// run's message count, right after our tests, so that REPORT.md can set
-// each of our figures beside what bounds it.
+// run's message count (at least 1,000,000, so that a quick run's probes
+// last more than their start), right after our tests, so that REPORT.md can
+// set each of our figures beside what bounds it.
 func measureCeiling(ctx context.Context, o options, stderr io.Writer) ([]experiments.CeilingRow, error) {
 	dir, err := os.MkdirTemp("", "reproduce-ceiling.")
 	if err != nil {
@@ -330,7 +331,7 @@ func measureCeiling(ctx context.Context, o options, stderr io.Writer) ([]experim
 	defer os.RemoveAll(dir)
 	var rows []experiments.CeilingRow
 	for _, p := range ceiling.Probes {
-		r, err := ceiling.Run(ctx, p, ceiling.Config{Messages: int64(o.messages), MessageSize: o.size, Dir: dir})
+		r, err := ceiling.Run(ctx, p, ceiling.Config{Messages: int64(max(o.messages, 1_000_000)), MessageSize: o.size, Dir: dir})
 		if err != nil {
 			return rows, err
 		}
