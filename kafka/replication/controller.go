@@ -117,6 +117,8 @@ type controller struct {
 	epoch        int32
 	epochVersion int32 // /controller_epoch's version after this controller's increment: the fence of its writes
 
+	lastImbalanceCheck time.Time // auto.leader.rebalance.enable: the last pass that moved leaders back
+
 	sent     map[int32]map[TopicPartition]sentState // per live broker: what it was last sent
 	creators map[int32]string                       // per live broker: its registration's creator (a restart changes it)
 	senders  map[int32]*sender
@@ -259,10 +261,16 @@ func (c *controller) reconcile() error {
 	}
 	var failed error
 	current := map[TopicPartition]protocol.PartitionState{}
+	// auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds (at the granularity of
+	// reconcileEvery), leadership goes back to the preferred replicas as with an election request.
+	rebalance := m.cfg.AutoLeaderRebalance && time.Since(c.lastImbalanceCheck) >= m.cfg.LeaderImbalanceInterval
+	if rebalance {
+		c.lastImbalanceCheck = time.Now()
+	}
 	for _, t := range names {
 		for p, replicas := range topics[t] {
 			tp := TopicPartition{Topic: t, Partition: int32(p)}
-			s, err := c.decide(tp, replicas, live, elect[tp] || m.cfg.AutoLeaderRebalance)
+			s, err := c.decide(tp, replicas, live, elect[tp] || rebalance)
 			if err != nil {
 				failed = err
 				continue
