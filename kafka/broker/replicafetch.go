@@ -10,8 +10,8 @@ import (
 
 // handleReplicaFetch serves a REPLICA_FETCH (protocol/replicafetch.go): a follower fetching from this leader
 // like a consumer (docs/PROTOCOL.md §10). The request is held until replica.fetch.min.bytes are there to send
-// or its wait has passed; each part then records the follower's progress (its fetch offset is its log end)
-// and answers the leader's bytes from there (sendfile, §3.1), the high watermark and the epochs of those
+// or its wait has passed; each part records the follower's progress (its fetch offset is its log end) as
+// the request arrives and again when it is answered, and answers the leader's bytes from there (sendfile, §3.1), the high watermark and the epochs of those
 // bytes. A broker id outside the partition's replicas gets ErrReplicaNotAvailable, and is logged.
 func (cn *conn) handleReplicaFetch(body []byte) error {
 	req, err := cn.dec.ReplicaFetch(body)
@@ -22,7 +22,9 @@ func (cn *conn) handleReplicaFetch(body []byte) error {
 	parts := make([]*replication.Partition, len(fetches))
 	if cn.b.repl != nil {
 		for i := range fetches {
-			parts[i] = cn.replica(fetches[i].Topic, fetches[i].Partition)
+			if parts[i] = cn.replica(fetches[i].Topic, fetches[i].Partition); parts[i] != nil {
+				parts[i].FollowerArrived(req.ReplicaID, fetches[i].Offset) // before the wait: a follower at the end is caught up now
+			}
 		}
 		cn.waitForBytes(&req, parts)
 	}

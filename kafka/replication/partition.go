@@ -251,6 +251,17 @@ func codeOf(err error) protocol.ErrorCode {
 	return protocol.ErrUnknown
 }
 
+// FollowerArrived records, as its REPLICA_FETCH arrives and before the leader holds it for
+// replica.fetch.wait.max.ms, that follower id fetches at offset (its LEO): a follower waiting at the
+// leader's end is caught up now, and rejoins the ISR now. Recorded only after the wait, that is once new
+// bytes have come, it would always be seen behind, and never rejoin while a producer writes more often
+// than the wait: with an ISR of the leader alone the HW is the leader's log end.
+func (p *Partition) FollowerArrived(id int32, offset int64) {
+	if p.isLeader.Load() {
+		p.followerAt(id, offset, false, nil)
+	}
+}
+
 // FollowerFetch is one partition of a REPLICA_FETCH from follower id at offset (its LEO): it records the
 // follower's progress, moves the HW, takes the follower back into the ISR once it has caught up, and
 // returns the bytes from offset (up to the leader's LEO), the HW and the epochs the follower needs.
@@ -258,18 +269,31 @@ func (p *Partition) FollowerFetch(id int32, offset int64, maxSize int, epochs []
 	if !p.isLeader.Load() {
 		return log.Chunk{}, -1, epochs, protocol.ErrNotLeaderForPartition, nil
 	}
+	leo, hw, epochs, code, err := p.followerAt(id, offset, true, epochs)
+	if code != protocol.ErrNone {
+		return log.Chunk{}, hw, epochs, code, err
+	}
+	c, err = p.log.ReadUpTo(offset, maxSize, leo)
+	return c, hw, epochs, codeOf(err), err
+}
+
+// followerAt records follower id at offset: caught up or not, its LEO, the HW, its return to the ISR.
+// answering says the leader answers the fetch now, with its log up to leo: the follower's next fetch
+// will then show whether it kept up with that (lastFetchLEO); with it the epochs the follower needs for
+// [offset, leo) are appended to epochs.
+func (p *Partition) followerAt(id int32, offset int64, answering bool, epochs []protocol.EpochEntry) (leo, hw int64, _ []protocol.EpochEntry, code protocol.ErrorCode, err error) {
 	now := time.Now()
-	leo := p.log.LogEndOffset()
+	leo = p.log.LogEndOffset()
 	p.mu.Lock()
 	f := p.followers[id]
 	if f == nil {
 		p.mu.Unlock()
-		return log.Chunk{}, -1, epochs, protocol.ErrReplicaNotAvailable,
+		return leo, -1, epochs, protocol.ErrReplicaNotAvailable,
 			fmt.Errorf("replication: broker %d fetched %s but is not one of its replicas %v", id, p.tp, p.replicas)
 	}
 	if offset > leo {
 		p.mu.Unlock()
-		return log.Chunk{}, p.hw.Load(), epochs, protocol.ErrOffsetOutOfRange, nil
+		return leo, p.hw.Load(), epochs, protocol.ErrOffsetOutOfRange, nil
 	}
 	if offset >= leo {
 		f.caughtUp = now
@@ -277,10 +301,13 @@ func (p *Partition) FollowerFetch(id int32, offset int64, maxSize int, epochs []
 		f.caughtUp = f.lastFetch
 	}
 	expand := !slices.Contains(p.isr, id) && (offset >= leo || f.lastFetchLEO >= 0 && offset >= f.lastFetchLEO) && offset >= p.hw.Load()
-	f.leo, f.lastFetchLEO, f.lastFetch = offset, leo, now
+	f.leo = offset
+	if answering {
+		f.lastFetchLEO, f.lastFetch = leo, now
+		epochs = p.epoch.covering(epochs, offset, leo)
+	}
 	p.maybeRaiseHWLocked()
 	hw = p.hw.Load()
-	epochs = p.epoch.covering(epochs, offset, leo)
 	p.mu.Unlock()
 	if expand {
 		p.m.changeISR(p, func(cur []int32) []int32 {
@@ -290,8 +317,7 @@ func (p *Partition) FollowerFetch(id int32, offset int64, maxSize int, epochs []
 			return append(slices.Clone(cur), id)
 		}, fmt.Sprintf("broker %d caught up", id))
 	}
-	c, err = p.log.ReadUpTo(offset, maxSize, leo)
-	return c, hw, epochs, codeOf(err), err
+	return leo, hw, epochs, protocol.ErrNone, nil
 }
 
 // orderedLocked sorts an ISR in assignment order.
