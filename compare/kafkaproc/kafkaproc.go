@@ -176,7 +176,7 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	}
 	go func() { p.waitErr = p.cmd.Wait(); close(p.exited) }()
 	if err := p.waitReady(ctx, o.StartTimeout); err != nil {
-		return nil, errors.Join(err, p.kill())
+		return nil, errors.Join(err, p.Kill())
 	}
 	return p, nil
 }
@@ -258,15 +258,21 @@ func (p *Process) Stop() error {
 	return p.stopErr
 }
 
-// kill ends a broker that failed to start.
-func (p *Process) kill() error {
+// Kill ends the broker with SIGKILL, as `kill -9` or a crash would (no
+// flush, no clean-shutdown marker: the next start recovers its logs, §3.3),
+// and waits for it to exit. The fault tests of replication kill leaders
+// with it (kafka/internal/faults). Kill after Stop, or twice, does nothing.
+func (p *Process) Kill() error {
 	p.once.Do(func() {
-		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 		<-p.exited
 		p.logFile.Close()
 	})
 	return nil
 }
+
+// Exited is closed when the broker's process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
 
 // Tail returns the last lines of a log for an error message.
 func Tail(path string) string {
