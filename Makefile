@@ -2,6 +2,7 @@
 #   make reproduce        the paper's §5 experiments at full scale (10M messages)
 #   make reproduce-quick  the same at ~200,000 messages, with the regression check
 #   make test             every test, real servers included (the hot paths' allocation checks too), plus short fuzz runs
+#   make test-faults      replication's fault tests at length (kill -9, damaged logs, cuts, slow links; failover times)
 #   make bench            the benchmarks, the hot paths' among them (MB/s, msgs/s and allocations)
 #   make perf             producer-perf and consumer-perf against a broker process (docs/PERFORMANCE.md)
 #   make perf-check       the hot paths against a base commit (results/perf/baseline, or BASE=<rev>):
@@ -36,6 +37,13 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 70m ./...
 	$(MAKE) fuzz
+
+# Replication's fault tests (kafka/faults_test.go, kafka/failover_test.go) with more rounds and longer
+# runs than `make test` gives them; -v prints what each acknowledged, read back, lost and duplicated, and
+# the failover times.
+.PHONY: test-faults
+test-faults: deps
+	FAULTS=long $(GO) test -count=1 -v -timeout 40m -run '^TestIntegration_(Fault|Failover)' ./kafka/
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -282,7 +282,7 @@ func (r Result) String() string {
 type Failover struct {
 	What          string        // "kill -9 of broker 2, leader of kill-0"
 	Elected       time.Duration // until ZooKeeper named a new leader
-	ProducerAgain time.Duration // until the producer was acknowledged again (0: not measured)
+	ProducerAgain time.Duration // until the producer was acknowledged again, after the new leader was named (0: not measured)
 	ConsumerAgain time.Duration // until the consumer received a message sent after the fault (0: not measured)
 }
 
