@@ -26,5 +26,9 @@
 // The §5 tests write the paper's magic-0 format (9 bytes of overhead). A run
 // that measures Kafka also runs the compression experiment of compression.go
 // (§4: none, gzip and snappy over a log-like corpus, magic 1 as 0.7
-// compresses), with fig_compression.png and a table in REPORT.md.
+// compresses), with fig_compression.png and a table in REPORT.md, and figure
+// 6's replication experiment of replication.go (§6: one producer against a
+// three-broker cluster, one replica and three with acks 0, 1 and -1;
+// throughput, latency percentiles, and what bounds each mode), with
+// fig6_replication.png and a table in REPORT.md.
 package experiments

@@ -36,6 +36,7 @@ func Write(dir string, s *Summary, fig *paper.Figures) error {
 		PlotStorage(filepath.Join(dir, "fig_storage.png"), s, fig),
 		PlotCompression(filepath.Join(dir, "fig_compression.png"), s.Compression),
 		PlotLatency(filepath.Join(dir, "fig7_latency.png"), s.Latency),
+		PlotReplication(filepath.Join(dir, "fig6_replication.png"), s.Replication),
 		WriteReport(filepath.Join(dir, "REPORT.md"), s, fig),
 	)
 }

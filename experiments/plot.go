@@ -26,6 +26,11 @@ import (
 // it is in the dashed average of each test, and the caption says how long
 // it was.
 func PlotThroughput(path, title string, tests []TestResult) error {
+	return plotThroughput(path, title, "", tests)
+}
+
+// plotThroughput is PlotThroughput with another caption ("" for figure 4's or 5's).
+func plotThroughput(path, title, caption string, tests []TestResult) error {
 	producer := len(tests) > 0 && tests[0].Test == "producer"
 	xLabel := "data read so far (MB of payload, 10^6 bytes)"
 	if producer {
@@ -136,8 +141,10 @@ func PlotThroughput(path, title string, tests []TestResult) error {
 			leg.Add("nothing moved in a window", sc)
 		}
 	}
-	return figure{plot: p, yLabel: "throughput (messages/s, log scale)", legend: leg,
-		caption: throughputCaption(tests, producer)}.save(path)
+	if caption == "" {
+		caption = throughputCaption(tests, producer)
+	}
+	return figure{plot: p, yLabel: "throughput (messages/s, log scale)", legend: leg, caption: caption}.save(path)
 }
 
 // addLegend adds a test's entries: its name with the line, then its

@@ -165,6 +165,9 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		w("%s", compressionSection(c))
 	}
 	w("%s", latencySection(s.Latency))
+	if r := s.Replication; r != nil {
+		w("%s", replicationSection(r))
+	}
 	w("Figures: `fig4_producer.png`, `fig5_consumer.png`, `fig_storage.png`. Data: `producer.csv`, `consumer.csv`, `series.csv`, `summary.json`.\n")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("experiments: write %s: %w", path, err)

@@ -37,6 +37,8 @@ type Summary struct {
 	Ceiling []CeilingRow `json:"ceiling,omitempty"`
 	// Latency is figure 7's experiment (latency.go), when run.
 	Latency *Latency `json:"latency,omitempty"`
+	// Replication is figure 6's experiment (replication.go), when run.
+	Replication *Replication `json:"replication,omitempty"`
 }
 
 // Average is one test's average throughput, flat for quick reading.

@@ -74,13 +74,15 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := run(context.Background(), []string{"--quick", "--services", "local", "--systems", systems, "--out", out}, &stdout, &stderr)
+	// Figure 6's experiment small: experiments/replication_test.go runs it on its own.
+	code := run(context.Background(), []string{"--quick", "--services", "local", "--systems", systems, "--out", out,
+		"--replication-messages", "20000"}, &stdout, &stderr)
 	t.Logf("took %v\n%s", time.Since(start), stdout.String())
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	for _, f := range []string{"producer.csv", "consumer.csv", "series.csv", "summary.json", "REPORT.md",
-		"fig4_producer.png", "fig5_consumer.png", "fig_storage.png", "fig_compression.png", "fig7_latency.png"} {
+		"fig4_producer.png", "fig5_consumer.png", "fig_storage.png", "fig_compression.png", "fig6_replication.png", "fig7_latency.png"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s missing or empty: %v", f, err)
 		}
@@ -107,6 +109,9 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	}
 	if l := sum.Latency; l == nil || len(l.Settings) != len(experiments.LatencySettings()) || l.Error != "" {
 		t.Errorf("latency experiment: %+v", l)
+	}
+	if r := sum.Replication; r == nil || len(r.Results) != 4 || r.Results[3].P99Ms <= 0 {
+		t.Errorf("replication experiment: %+v", r)
 	}
 	if want := len(strings.Split(systems, ",")); len(sum.Systems) != want {
 		t.Fatalf("%d systems in summary.json, want %d", len(sum.Systems), want)

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/experiments"
+)
+
+// runReplication runs figure 6's experiment (experiments/replication.go): ZooKeeper on this machine
+// (scripts/zookeeper.sh, as the tests run it) and, mode by mode, three broker processes started by the one
+// launcher (compare/kafkaproc) with CPU profiles. Errors are added to errs; what was measured is returned.
+func runReplication(ctx context.Context, n, size int, stderr io.Writer, errs *[]string) *experiments.Replication {
+	fmt.Fprintf(stderr, "reproduce: replication experiment (figure 6), %d messages per mode\n", n)
+	r, err := replicationRun(ctx, n, size, stderr)
+	if r == nil {
+		r = &experiments.Replication{}
+	}
+	if err != nil {
+		r.Error = err.Error()
+		*errs = append(*errs, "replication: "+err.Error())
+	}
+	return r
+}
+
+func replicationRun(ctx context.Context, n, size int, stderr io.Writer) (*experiments.Replication, error) {
+	repo, err := localsvc.RepoDir()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "reproduce-replication.")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "kafka")
+	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
+		return nil, err
+	}
+	port, err := localsvc.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	zkSrv, err := localsvc.Start(ctx, "zookeeper", filepath.Join(tmp, "zookeeper"), port)
+	if err != nil {
+		return nil, err
+	}
+	r, err := experiments.RunReplication(ctx, experiments.ReplicationConfig{Bin: bin, ZooKeeper: "127.0.0.1:" + strconv.Itoa(port),
+		Dir: filepath.Join(tmp, "brokers"), Messages: n, MessageSize: size, Profile: true,
+		Progress: func(s string) { fmt.Fprintln(stderr, "reproduce:", s) }})
+	return r, errors.Join(err, zkSrv.Stop())
+}
+
+// printReplication prints figure 6's modes, one line each.
+func printReplication(w io.Writer, r *experiments.Replication) {
+	for _, x := range r.Results {
+		if x.Error != "" {
+			fmt.Fprintf(w, "replication %-20s FAILED: %s\n", x.Mode.Name, x.Error)
+			continue
+		}
+		fmt.Fprintf(w, "replication %-20s %10.0f msg/s  %.2f× of 1 replica", x.Mode.Name, x.Test.MsgPerS, x.Ratio)
+		if x.Mode.Acks != 0 {
+			fmt.Fprintf(w, "  p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms per batch", x.P50Ms, x.P99Ms, x.P999Ms)
+		}
+		fmt.Fprintln(w)
+	}
+}

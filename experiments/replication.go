@@ -1,0 +1,459 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/replication"
+	"github.com/kafkarepro/kafkarepro/kafka/schedstat"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
+)
+
+// The replication experiment, figure 6, "§6: the price of replication". The paper plans replication
+// "with both asynchronous and synchronous replication models" (§6); Kafka 0.8 built it, and Kreps'
+// benchmark of 2014, on three machines, measured one producer on a topic of three replicas at 0.96× the
+// throughput of an unreplicated topic with asynchronous replication (the leader answers alone, acks=1)
+// and at 0.51× with synchronous replication (every in-sync replica has it, acks=-1).
+//
+// Here a cluster of three broker processes shares this machine (ZooKeeper, started by the caller, too):
+// one producer, the §5 one (messages of 200 bytes in the paper's format, batches of 50, one batch in
+// flight), sends the same number of messages to a topic of one replica (the baseline) and to a topic of
+// three replicas with acks 0, 1 and -1. Each mode gets a fresh cluster under a ZooKeeper chroot of its
+// own, so that no mode inherits another's logs, fetchers or page cache. For each mode it records
+// throughput as figure 4 does (messages leaving the client per second, and the average until the leader
+// exposes the last message, that is until it is committed and flushed), the latency of every acknowledged
+// send in an HdrHistogram (p50, p99, p99.9), and what bounds the rate: the CPU time every process used and
+// the time its threads waited for a core (Linux schedstat), and the top of each broker's CPU profile
+// (server-start --cpuprofile, read with `go tool pprof -top`).
+
+// ReplicationBatch is the producer's batch: the paper's 50 messages per request.
+const ReplicationBatch = 50
+
+// Speed targets of the experiment (issue 10), checked in the same run against the 1-replica mode.
+const (
+	TargetAcks0Ratio    = 0.8 // 3 replicas, acks=0
+	TargetAcksAllRatio  = 0.4 // 3 replicas, acks=-1
+	ReplicationBrokers  = 3
+	replicationTopic    = "fig6"
+	replicationPartSize = message.HeaderSizeV0 // bytes of header per message on disk (§5's format)
+)
+
+// ReplicationMode is one line of figure 6.
+type ReplicationMode struct {
+	Name     string `json:"name"` // also the line's colour in the palette
+	Replicas int    `json:"replicas"`
+	Acks     int16  `json:"acks"` // request.required.acks
+}
+
+// ReplicationModes are figure 6's modes: one replica (the baseline, §5's fire-and-forget producer), and
+// three replicas with acks 0, 1 and -1.
+func ReplicationModes() []ReplicationMode {
+	return []ReplicationMode{
+		{Name: "1 replica", Replicas: 1, Acks: 0},
+		{Name: "3 replicas, acks=0", Replicas: 3, Acks: 0},
+		{Name: "3 replicas, acks=1", Replicas: 3, Acks: 1},
+		{Name: "3 replicas, acks=-1", Replicas: 3, Acks: -1},
+	}
+}
+
+// ProcessCPU is what one process used during a mode.
+type ProcessCPU struct {
+	Name        string  `json:"name"` // "producer", "broker 0 (leader)", "broker 1"
+	RunSeconds  float64 `json:"run_s"`
+	WaitSeconds float64 `json:"wait_s"` // runnable, waiting for a core
+}
+
+// ReplicationResult is one mode's measurement.
+type ReplicationResult struct {
+	Mode ReplicationMode `json:"mode"`
+	// Test is the producer test as figure 4 records it (System is the mode's name).
+	Test TestResult `json:"test"`
+	// Ratio is the producer's rate (Test.SendMsgPerS: messages sent, and acknowledged where acks ask for
+	// it, per second) over the 1-replica mode's: the rate the speed targets and Kreps' figures are about.
+	// StoredRatio is the same of the rate until the leader exposed the last message (Test.MsgPerS), which
+	// a short run's last flush (log.default.flush.interval.ms) weighs on.
+	Ratio       float64 `json:"ratio"`
+	StoredRatio float64 `json:"stored_ratio"`
+	// Latency of one acknowledged send (a batch of 50), in milliseconds; zero for acks=0.
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	P999Ms float64 `json:"p999_ms"`
+	MaxMs  float64 `json:"max_ms"`
+	// CPU is each process's CPU during the mode; CPUMeasured is false where schedstat is missing.
+	CPU         []ProcessCPU `json:"cpu"`
+	CPUMeasured bool         `json:"cpu_measured"`
+	Load        string       `json:"load"`
+	// Profiles is the top of each broker's CPU profile over the mode, by broker id.
+	Profiles map[string]string `json:"profiles,omitempty"`
+	Error    string            `json:"error,omitempty"`
+}
+
+// CoresBusy is the cores the processes kept busy on average (CPU time over wall time), and the cores'
+// worth of threads that were ready to run but waited.
+func (r ReplicationResult) CoresBusy() (busy, waiting float64) {
+	if r.Test.Seconds <= 0 {
+		return 0, 0
+	}
+	for _, c := range r.CPU {
+		busy += c.RunSeconds
+		waiting += c.WaitSeconds
+	}
+	return busy / r.Test.Seconds, waiting / r.Test.Seconds
+}
+
+// Replication is the whole experiment.
+type Replication struct {
+	Messages       int                 `json:"messages"`
+	MessageSize    int                 `json:"message_size"`
+	Batch          int                 `json:"batch"`
+	Cores          int                 `json:"cores"`
+	BrokerSettings string              `json:"broker_settings"`
+	Results        []ReplicationResult `json:"results"`
+	Error          string              `json:"error,omitempty"`
+}
+
+// Result returns the mode's result, if it ran.
+func (r *Replication) Result(name string) (ReplicationResult, bool) {
+	for _, x := range r.Results {
+		if x.Mode.Name == name {
+			return x, true
+		}
+	}
+	return ReplicationResult{}, false
+}
+
+// Checks compares the run with the speed targets: acks=0 on three replicas at least TargetAcks0Ratio of
+// one replica, acks=-1 at least TargetAcksAllRatio. ok is false when one is below (or did not run).
+func (r *Replication) Checks() (lines []string, ok bool) {
+	ok = true
+	for _, c := range []struct {
+		mode   string
+		target float64
+	}{{"3 replicas, acks=0", TargetAcks0Ratio}, {"3 replicas, acks=-1", TargetAcksAllRatio}} {
+		x, ran := r.Result(c.mode)
+		switch {
+		case !ran || x.Error != "" || x.Ratio == 0:
+			lines = append(lines, fmt.Sprintf("replication %-20s did not run", c.mode))
+			ok = false
+		case x.Ratio < c.target:
+			lines = append(lines, fmt.Sprintf("replication %-20s %.2f× of 1 replica: BELOW the target %.2f×", c.mode, x.Ratio, c.target))
+			ok = false
+		default:
+			lines = append(lines, fmt.Sprintf("replication %-20s %.2f× of 1 replica (target ≥ %.2f×): ok", c.mode, x.Ratio, c.target))
+		}
+	}
+	return lines, ok
+}
+
+// ReplicationConfig is one run of the experiment.
+type ReplicationConfig struct {
+	Bin         string // the kafka command (kafkaproc.Build)
+	ZooKeeper   string // connect string of a running ZooKeeper, without chroot
+	Dir         string // a folder for the brokers (emptied mode by mode)
+	Messages    int
+	MessageSize int
+	Profile     bool         // run the brokers with --cpuprofile and read each profile's top
+	Progress    func(string) // may be nil
+}
+
+// RunReplication runs every mode in turn. A mode that fails is recorded with its error and the others
+// still run; the error returned joins them.
+func RunReplication(ctx context.Context, cfg ReplicationConfig) (*Replication, error) {
+	if cfg.MessageSize <= 0 {
+		cfg.MessageSize = 200
+	}
+	if cfg.Messages < ReplicationBatch {
+		cfg.Messages = ReplicationBatch
+	}
+	cfg.Messages -= cfg.Messages % ReplicationBatch
+	rep := &Replication{Messages: cfg.Messages, MessageSize: cfg.MessageSize, Batch: ReplicationBatch, Cores: runtime.NumCPU()}
+	var errs []error
+	for i, m := range ReplicationModes() {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(fmt.Sprintf("replication (figure 6): %s, %d messages", m.Name, cfg.Messages))
+		}
+		r, settings, err := runMode(ctx, cfg, i, m)
+		if err != nil {
+			r.Error = err.Error()
+			errs = append(errs, fmt.Errorf("experiments: replication %s: %w", m.Name, err))
+		}
+		if rep.BrokerSettings == "" {
+			rep.BrokerSettings = settings
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	if base, ok := rep.Result(ReplicationModes()[0].Name); ok && base.Test.MsgPerS > 0 && base.Test.SendMsgPerS > 0 {
+		for i := range rep.Results {
+			t := rep.Results[i].Test
+			rep.Results[i].Ratio = t.SendMsgPerS / base.Test.SendMsgPerS
+			rep.Results[i].StoredRatio = t.MsgPerS / base.Test.MsgPerS
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// replCluster is one mode's brokers.
+type replCluster struct {
+	procs []*kafkaproc.Process
+	profs []string
+}
+
+func (c *replCluster) brokerList() string {
+	var parts []string
+	for i, p := range c.procs {
+		parts = append(parts, strconv.Itoa(i)+":"+p.Addr())
+	}
+	return strings.Join(parts, ",")
+}
+
+// stop stops every broker cleanly (writing its CPU profile).
+func (c *replCluster) stop() error {
+	var errs []error
+	for _, p := range c.procs {
+		errs = append(errs, p.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+func startReplCluster(ctx context.Context, cfg ReplicationConfig, dir, connect string) (*replCluster, error) {
+	c := &replCluster{}
+	for id := range ReplicationBrokers {
+		o := kafkaproc.Options{Bin: cfg.Bin, Dir: filepath.Join(dir, "broker-"+strconv.Itoa(id)),
+			Override: map[string]string{"brokerid": strconv.Itoa(id), "enable.zookeeper": "true", "zk.connect": connect}}
+		if cfg.Profile {
+			prof := filepath.Join(dir, "broker-"+strconv.Itoa(id)+".prof")
+			o.Args = []string{"--cpuprofile", prof}
+			c.profs = append(c.profs, prof)
+		}
+		p, err := kafkaproc.Start(ctx, o)
+		if err != nil {
+			return c, errors.Join(err, c.stop())
+		}
+		c.procs = append(c.procs, p)
+	}
+	return c, nil
+}
+
+func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMode) (r ReplicationResult, settings string, err error) {
+	r.Mode = m
+	r.Test = TestResult{System: m.Name, Test: "producer", Batch: ReplicationBatch}
+	dir := filepath.Join(cfg.Dir, "mode-"+strconv.Itoa(i))
+	defer os.RemoveAll(dir)
+	connect := cfg.ZooKeeper + "/fig6-" + strconv.Itoa(i) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	c, err := startReplCluster(ctx, cfg, dir, connect)
+	if err != nil {
+		return r, "", err
+	}
+	settings = c.procs[0].Settings()
+	stopped := false
+	defer func() {
+		if !stopped {
+			err = errors.Join(err, c.stop())
+		}
+	}()
+	zc, err := zk.Connect(connect, 10*time.Second)
+	if err != nil {
+		return r, settings, err
+	}
+	defer zc.Close()
+	replicas := []int32{0, 1, 2}[:m.Replicas]
+	if err := waitFor(ctx, 30*time.Second, "three live brokers", func() bool {
+		live, err := replication.LiveBrokers(zc)
+		return err == nil && len(live) == ReplicationBrokers
+	}); err != nil {
+		return r, settings, err
+	}
+	if err := replication.CreateTopic(zc, replicationTopic, replication.Assignment{replicas}); err != nil {
+		return r, settings, err
+	}
+	leader := c.procs[0]
+	sc := consumer.NewSimpleConsumer(leader.Addr(), 30*time.Second)
+	defer sc.Close()
+	if err := waitFor(ctx, 30*time.Second, "broker 0 leading with every replica in sync", func() bool {
+		s, err := replication.ReadState(zc, replicationTopic, 0)
+		_, lerr := sc.LatestOffset(replicationTopic, 0) // a broker that does not lead yet answers "not leader"
+		return err == nil && s.Leader == 0 && len(s.ISR) == m.Replicas && lerr == nil
+	}); err != nil {
+		return r, settings, err
+	}
+
+	// One acks=-1 batch before the clock starts: it waits until every follower has fetched once (a
+	// follower that asked before the leader knew it leads retries after a pause), so that no mode's
+	// first batch measures the cluster's start.
+	if err := warmUp(c.brokerList(), cfg.MessageSize); err != nil {
+		return r, settings, fmt.Errorf("warm-up: %w", err)
+	}
+	pcfg := producer.DefaultConfig()
+	pcfg.MetadataBrokerList, pcfg.RequiredAcks, pcfg.Magic = c.brokerList(), m.Acks, message.MagicV0
+	pcfg.RequestTimeout = 30 * time.Second
+	p, err := producer.NewSync(pcfg)
+	if err != nil {
+		return r, settings, err
+	}
+	defer p.Close()
+	batch := make([][]byte, ReplicationBatch)
+	for k := range batch {
+		batch[k] = make([]byte, cfg.MessageSize)
+		for j := range batch[k] {
+			batch[k][j] = byte('a' + (k+j)%26)
+		}
+	}
+	hist := hdrhistogram.New(1, 120_000_000, 3) // µs, up to 2 minutes
+	pids := []string{"self"}
+	for _, bp := range c.procs {
+		pids = append(pids, strconv.Itoa(bp.Pid()))
+	}
+	before, okBefore := readCPU(pids)
+	var sent atomic.Int64
+	smp := newSampler(&sent, cfg.MessageSize, int64(cfg.Messages), 250*time.Millisecond, nil)
+	start := time.Now()
+	smp.Start()
+	for n := 0; n < cfg.Messages; n += ReplicationBatch {
+		if err := ctx.Err(); err != nil {
+			smp.Stop()
+			return r, settings, err
+		}
+		t0 := time.Now()
+		if err := p.Send(replicationTopic, 0, batch...); err != nil {
+			smp.Stop()
+			return r, settings, fmt.Errorf("send after %d messages: %w", n, err)
+		}
+		if m.Acks != 0 {
+			_ = hist.RecordValue(max(time.Since(t0).Microseconds(), 1))
+		}
+		sent.Add(ReplicationBatch)
+	}
+	end := int64(cfg.Messages+ReplicationBatch) * int64(cfg.MessageSize+replicationPartSize) // the warm-up's batch too
+	werr := waitFor(ctx, 10*time.Minute, "the leader exposing every message", func() bool {
+		e, err := sc.LatestOffset(replicationTopic, 0)
+		return err == nil && e >= end
+	})
+	wall := time.Since(start)
+	series, sendDone := smp.Stop()
+	after, okAfter := readCPU(pids)
+	if werr != nil {
+		return r, settings, werr
+	}
+	r.Load = ReadMachineLoad().String()
+	r.Test.Seconds, r.Test.Msgs, r.Test.Series = wall.Seconds(), int64(cfg.Messages), series
+	r.Test.MBSent = float64(cfg.Messages) * float64(cfg.MessageSize) / 1e6
+	r.Test.MsgPerS = float64(cfg.Messages) / wall.Seconds()
+	if sendDone > 0 {
+		r.Test.SendSeconds = sendDone.Seconds()
+		r.Test.SendMsgPerS = float64(cfg.Messages) / sendDone.Seconds()
+	}
+	if m.Acks != 0 {
+		ms := func(q float64) float64 { return float64(hist.ValueAtQuantile(q)) / 1000 }
+		r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs = ms(50), ms(99), ms(99.9), float64(hist.Max())/1000
+	}
+	r.CPUMeasured = okBefore && okAfter
+	for k := range pids {
+		name := "producer"
+		if k > 0 {
+			name = "broker " + strconv.Itoa(k-1)
+			if k == 1 {
+				name += " (leader)"
+			} else if k-1 >= m.Replicas {
+				name += " (no replica)"
+			}
+		}
+		r.CPU = append(r.CPU, ProcessCPU{Name: name, RunSeconds: (after[k].run - before[k].run).Seconds(),
+			WaitSeconds: (after[k].wait - before[k].wait).Seconds()})
+	}
+	stopped = true
+	if err := c.stop(); err != nil {
+		return r, settings, err
+	}
+	if cfg.Profile {
+		r.Profiles = map[string]string{}
+		for id, prof := range c.profs {
+			r.Profiles[strconv.Itoa(id)] = profileTop(ctx, cfg.Bin, prof, 12)
+		}
+	}
+	return r, settings, nil
+}
+
+// warmUp sends one batch with acks=-1.
+func warmUp(brokerList string, size int) error {
+	pcfg := producer.DefaultConfig()
+	pcfg.MetadataBrokerList, pcfg.RequiredAcks, pcfg.Magic = brokerList, -1, message.MagicV0
+	pcfg.RequestTimeout = 30 * time.Second
+	p, err := producer.NewSync(pcfg)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	batch := make([][]byte, ReplicationBatch)
+	for k := range batch {
+		batch[k] = make([]byte, size)
+	}
+	return p.Send(replicationTopic, 0, batch...)
+}
+
+type cpuTimes struct{ run, wait time.Duration }
+
+// readCPU reads the schedstat of each process ("self" is this one).
+func readCPU(pids []string) ([]cpuTimes, bool) {
+	out := make([]cpuTimes, len(pids))
+	ok := true
+	for i, pid := range pids {
+		run, wait, good := schedstat.Read(pid)
+		out[i], ok = cpuTimes{run, wait}, ok && good
+	}
+	return out, ok
+}
+
+// profileTop is the first lines of `go tool pprof -top` of a CPU profile, or why there are none.
+func profileTop(ctx context.Context, bin, prof string, lines int) string {
+	goCmd := os.Getenv("GO")
+	if goCmd == "" {
+		goCmd = "go"
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goCmd, "tool", "pprof", "-top", "-nodecount="+strconv.Itoa(lines), bin, prof).Output()
+	if err != nil {
+		return fmt.Sprintf("(no profile: %s tool pprof %s: %v)", goCmd, prof, err)
+	}
+	// Keep the summary lines and the table; drop pprof's file and build lines.
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Type:") || strings.HasPrefix(l, "Time:") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
+}
+
+// waitFor polls cond every 20 ms until it holds, ctx ends or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
+	for deadline := time.Now().Add(timeout); !cond(); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}

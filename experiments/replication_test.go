@@ -1,0 +1,90 @@
+package experiments
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
+)
+
+// The speed targets are checked against the 1-replica mode of the same run, and a mode that did not run
+// fails its check.
+func TestReplicationChecks(t *testing.T) {
+	r := &Replication{Results: []ReplicationResult{
+		{Mode: ReplicationModes()[0], Ratio: 1},
+		{Mode: ReplicationModes()[1], Ratio: 0.85},
+		{Mode: ReplicationModes()[2], Ratio: 0.5},
+		{Mode: ReplicationModes()[3], Ratio: 0.39},
+	}}
+	lines, ok := r.Checks()
+	if ok || len(lines) != 2 || !strings.Contains(lines[0], "ok") || !strings.Contains(lines[1], "BELOW the target 0.40") {
+		t.Errorf("checks: %v, %v", lines, ok)
+	}
+	r.Results[3].Ratio = 0.41
+	if _, ok := r.Checks(); !ok {
+		t.Error("0.85× and 0.41× should meet the targets")
+	}
+	r.Results = r.Results[:3]
+	if lines, ok := r.Checks(); ok || !strings.Contains(lines[1], "did not run") {
+		t.Errorf("without the acks=-1 mode: %v, %v", lines, ok)
+	}
+}
+
+// The experiment end to end, small: a real ZooKeeper, three broker processes per mode, every mode
+// measured (latency for the acknowledged ones, CPU per process, the brokers' profiles), then its figure
+// and its REPORT.md section.
+func TestIntegration_RunReplication(t *testing.T) {
+	connect := zktest.Start(t) // skips with -short
+	repo, err := localsvc.RepoDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "kafka")
+	if err := kafkaproc.Build(context.Background(), repo, bin); err != nil {
+		t.Fatal(err)
+	}
+	r, err := RunReplication(context.Background(), ReplicationConfig{Bin: bin, ZooKeeper: connect, Dir: t.TempDir(),
+		Messages: 5000, Profile: true, Progress: func(s string) { t.Log(s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) != 4 {
+		t.Fatalf("%d modes", len(r.Results))
+	}
+	for _, x := range r.Results {
+		if x.Test.Msgs != 5000 || x.Test.SendMsgPerS <= 0 || x.Test.MsgPerS <= 0 || x.Ratio <= 0 || len(x.Test.Series) == 0 {
+			t.Errorf("%s: %+v", x.Mode.Name, x.Test)
+		}
+		if (x.Mode.Acks != 0) != (x.P50Ms > 0 && x.P99Ms >= x.P50Ms && x.P999Ms >= x.P99Ms) {
+			t.Errorf("%s: latency p50 %.3f p99 %.3f p99.9 %.3f ms", x.Mode.Name, x.P50Ms, x.P99Ms, x.P999Ms)
+		}
+		if !x.CPUMeasured || len(x.CPU) != 4 || x.CPU[1].RunSeconds <= 0 {
+			t.Errorf("%s: CPU %+v", x.Mode.Name, x.CPU)
+		}
+		if len(x.Profiles) != 3 || !strings.Contains(x.Profiles["0"], "flat%") {
+			t.Errorf("%s: profiles %v", x.Mode.Name, x.Profiles)
+		}
+	}
+	if base := r.Results[0]; base.Ratio != 1 || base.StoredRatio != 1 {
+		t.Errorf("the 1-replica mode is the baseline: ratios %.2f, %.2f", base.Ratio, base.StoredRatio)
+	}
+	dir := t.TempDir()
+	if err := PlotReplication(filepath.Join(dir, "fig6_replication.png"), r); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "fig6_replication.png")); err != nil || st.Size() < 1000 {
+		t.Fatalf("figure: %v", err)
+	}
+	sec := replicationSection(r)
+	t.Logf("\n%s", sec)
+	for _, want := range []string{"| 3 replicas, acks=-1 |", "Kreps 2014", "0.96×", "0.51×", "cores busy", "Speed targets", "broker 0:"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("REPORT section lacks %q", want)
+		}
+	}
+}

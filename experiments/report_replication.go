@@ -1,0 +1,107 @@
+package experiments
+
+import (
+	"fmt"
+	"strings"
+)
+
+// replicationSection is REPORT.md's section on figure 6: the modes' table, the reference ratios beside
+// ours, what bounds each mode (measured: CPU and waiting per process, and the brokers' profiles), and the
+// speed targets.
+func replicationSection(r *Replication) string {
+	var b strings.Builder
+	b.WriteString("## The price of replication (§6: `fig6_replication.png`)\n\n")
+	if r.Error != "" {
+		fmt.Fprintf(&b, "The experiment failed: %s\n\n", r.Error)
+	}
+	if len(r.Results) == 0 {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "One producer sends %s messages of %d bytes (the paper's format) in batches of %d, one batch in flight, "+
+		"to a topic of one partition on a cluster of three broker processes and ZooKeeper sharing this %d-core machine (%s), a fresh "+
+		"cluster for each mode. The producer's rate runs until its last send returned (with acks 1 and -1 each send waits for "+
+		"its answer); the ratios, Kreps' and the speed targets compare it. The second rate runs until the leader exposes the "+
+		"last message (committed by every in-sync replica and flushed), which the last flush weighs on in a short run. "+
+		"Latency is one acknowledged send, a batch.\n\n",
+		commas(float64(r.Messages)), r.MessageSize, r.Batch, r.Cores, r.BrokerSettings)
+	b.WriteString("| mode | producer msg/s | × 1 replica | msg/s until exposed | × | p50 ms | p99 ms | p99.9 ms | CPU µs/msg: producer, brokers 0 (leader), 1, 2 | cores busy | cores waiting | load |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, x := range r.Results {
+		if x.Error != "" {
+			fmt.Fprintf(&b, "| %s | failed: %s |||||||||||\n", x.Mode.Name, oneLine(x.Error))
+			continue
+		}
+		lat := "| – | – | –"
+		if x.Mode.Acks != 0 {
+			lat = fmt.Sprintf("| %.2f | %.2f | %.2f", x.P50Ms, x.P99Ms, x.P999Ms)
+		}
+		cpu, busy, waiting := "n/a", "n/a", "n/a"
+		if x.CPUMeasured && x.Test.Msgs > 0 {
+			var us []string
+			for _, c := range x.CPU {
+				us = append(us, fmt.Sprintf("%.1f", c.RunSeconds*1e6/float64(x.Test.Msgs)))
+			}
+			cpu = strings.Join(us, ", ")
+			bz, wt := x.CoresBusy()
+			busy, waiting = fmt.Sprintf("%.2f", bz), fmt.Sprintf("%.2f", wt)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %s | %.2f %s | %s | %s | %s | %s |\n", x.Mode.Name, commas(x.Test.SendMsgPerS), x.Ratio,
+			commas(x.Test.MsgPerS), x.StoredRatio, lat, cpu, busy, waiting, x.Load)
+	}
+	b.WriteString("\n| 3 replicas, against 1 replica | acks=1 (asynchronous) | acks=-1 (synchronous) |\n|---|---|---|\n")
+	b.WriteString("| Kreps 2014: three machines, a producer with many requests in flight | 0.96× | 0.51× |\n")
+	ratio := func(name string) string {
+		if x, ok := r.Result(name); ok && x.Error == "" {
+			return fmt.Sprintf("%.2f×", x.Ratio)
+		}
+		return "–"
+	}
+	fmt.Fprintf(&b, "| this run: one machine of %d cores, one batch in flight | %s | %s |\n\n", r.Cores, ratio("3 replicas, acks=1"), ratio("3 replicas, acks=-1"))
+
+	b.WriteString("What bounds each mode, from the measurements above (schedstat: CPU time of each process, and the time its threads were ready to run but waited for a core):\n\n")
+	for _, x := range r.Results {
+		if x.Error == "" {
+			fmt.Fprintf(&b, "- %s\n", replicationBound(x, r.Cores, r.Batch))
+		}
+	}
+	if x, ok := r.Result("3 replicas, acks=-1"); ok && len(x.Profiles) > 0 {
+		b.WriteString("\nThe leader's and a follower's CPU profile during the acks=-1 mode (`go tool pprof -top`; every mode's are in summary.json):\n\n")
+		for _, id := range []string{"0", "1"} {
+			if p := x.Profiles[id]; p != "" {
+				fmt.Fprintf(&b, "broker %s:\n\n```\n%s\n```\n\n", id, p)
+			}
+		}
+	}
+	lines, _ := r.Checks()
+	b.WriteString("\nSpeed targets (the same run):\n\n")
+	for _, l := range lines {
+		fmt.Fprintf(&b, "- %s\n", l)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// replicationBound says in one sentence what the measurements show bounds a mode: the cores (busy
+// nearly all the time, threads waiting) or the round trips of the one batch in flight.
+func replicationBound(x ReplicationResult, cores, batch int) string {
+	s := x.Mode.Name + ": "
+	if !x.CPUMeasured {
+		return s + "not measured (no schedstat)"
+	}
+	busy, waiting := x.CoresBusy()
+	s += fmt.Sprintf("%.2f of %d cores busy, %.2f cores' worth of threads waiting", busy, cores, waiting)
+	if busy >= 0.85*float64(cores) {
+		s += ": the cores bound it"
+	}
+	if x.Mode.Acks != 0 && x.Test.Msgs > 0 && x.Test.Seconds > 0 {
+		perBatch := x.Test.Seconds / (float64(x.Test.Msgs) / float64(batch)) * 1000
+		s += fmt.Sprintf("; each batch took %.2f ms on average (p50 %.2f ms), waiting for its answer before the next is sent", perBatch, x.P50Ms)
+	}
+	var top []string
+	for _, c := range x.CPU {
+		if c.RunSeconds > 0 {
+			top = append(top, fmt.Sprintf("%s %.2f s", c.Name, c.RunSeconds))
+		}
+	}
+	return s + " (CPU: " + strings.Join(top, ", ") + fmt.Sprintf(" in %.2f s)", x.Test.Seconds)
+}
