@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/internal/faults"
-	"github.com/kafkarepro/kafkarepro/kafka/protocol"
-	"github.com/kafkarepro/kafkarepro/kafka/replication"
 )
 
 // Failover time (issue 10): after kill -9 of the leader, how long until ZooKeeper names a new leader, until
@@ -23,20 +21,8 @@ func TestIntegration_FailoverTime(t *testing.T) {
 	rounds := faultScale(1, 5)
 	for _, session := range []int{2000, 6000} {
 		t.Run("zk.sessiontimeout.ms="+strconv.Itoa(session), func(t *testing.T) {
-			c := faults.Start(t, faults.Options{Brokers: 3, Props: map[string]string{"zk.sessiontimeout.ms": strconv.Itoa(session)}})
 			const topic = "failover"
-			c.CreateTopic(topic, replication.Assignment{{0, 1, 2}, {1, 2, 0}})
-			run := faults.Workload{Topic: topic, Partitions: 2, SetSize: 10, MessageSize: 100, Acks: protocol.AcksAll,
-				Pause: 5 * time.Millisecond, MaxSets: 100_000}.Start(t, c)
-			tail := faults.StartTail(t, c, topic)
-			if _, ok := run.AckedAfter(0, time.Now(), 30*time.Second); !ok {
-				t.Fatal("the producer was not acknowledged before any fault")
-			}
-			var fos []faults.Failover
-			for i := range rounds {
-				time.Sleep(time.Second)
-				fos = append(fos, killLeader(t, c, run, tail, topic, 2, i+1))
-			}
+			c, run, _, fos := killLeaders(t, topic, rounds, map[string]string{"zk.sessiontimeout.ms": strconv.Itoa(session)})
 			run.Stop()
 			t.Logf("faults: zk.sessiontimeout.ms=%d: %s", session, faults.Summary(fos))
 			limit := time.Duration(session)*time.Millisecond + 10*time.Second

@@ -46,9 +46,28 @@ func TestIntegration_FaultLeaderKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("broker processes and ZooKeeper (skipped with -short)")
 	}
-	rounds := faultScale(2, 10)
-	c := faults.Start(t, faults.Options{Brokers: 3})
 	const topic = "kill"
+	c, run, tail, fos := killLeaders(t, topic, faultScale(2, 10), nil)
+	run.Stop()
+	logs := faults.ReadBack(t, c, topic, 2, 2*time.Second)
+	time.Sleep(time.Second) // the consumer's last fetches
+	tail.Stop()
+	res := faults.Check(logs, tail, run)
+	t.Logf("faults: %s", res)
+	t.Logf("faults: %s", faults.Summary(fos))
+	if res.Acked == 0 || res.Lost > 0 || !res.OK() {
+		t.Errorf("acks=-1 under kill -9 of the leader: %s", res)
+	}
+	checkReplicasIdentical(t, c, topic, 2)
+	t.Logf("faults: %d truncations by leader epoch in the brokers' logs", countLines(c, "truncated by leader epoch"))
+}
+
+// killLeaders starts three brokers with props, a topic of two partitions led by brokers 0 and 1 with
+// three replicas each, an acks=-1 workload on both and a consumer tailing them, then kills partition 0's
+// leader rounds times (killLeader), a second apart.
+func killLeaders(t *testing.T, topic string, rounds int, props map[string]string) (*faults.Cluster, *faults.Run, *faults.Tail, []faults.Failover) {
+	t.Helper()
+	c := faults.Start(t, faults.Options{Brokers: 3, Props: props})
 	c.CreateTopic(topic, replication.Assignment{{0, 1, 2}, {1, 2, 0}})
 	run := faults.Workload{Topic: topic, Partitions: 2, SetSize: 10, MessageSize: 100, Acks: protocol.AcksAll,
 		Pause: 2 * time.Millisecond, MaxSets: 200_000}.Start(t, c)
@@ -62,18 +81,7 @@ func TestIntegration_FaultLeaderKill(t *testing.T) {
 		fos = append(fos, killLeader(t, c, run, tail, topic, 2, i+1))
 	}
 	time.Sleep(time.Second)
-	run.Stop()
-	logs := faults.ReadBack(t, c, topic, 2, 2*time.Second)
-	time.Sleep(time.Second) // the consumer's last fetches
-	tail.Stop()
-	res := faults.Check(logs, tail, run)
-	t.Logf("faults: %s", res)
-	t.Logf("faults: %s", faults.Summary(fos))
-	if res.Acked == 0 || res.Lost > 0 || !res.OK() {
-		t.Errorf("acks=-1 under kill -9 of the leader: %s", res)
-	}
-	checkReplicasIdentical(t, c, topic, 2)
-	t.Logf("faults: %d truncations by leader epoch in the brokers' logs", countLines(c, "truncated by leader epoch"))
+	return c, run, tail, fos
 }
 
 // killLeader is one round of kill -9: partition 0's leader is killed, the times until ZooKeeper names a
