@@ -33,7 +33,11 @@
 // measurement of the repository uses (broker.Shipped), on 127.0.0.1 and a
 // port the kernel picks. The group consumer's Stream is not here: it is
 // fed by fetchers over unexported channels, and kafka/consumer checks its
-// Next itself (TestStreamNextAllocs).
+// Next itself (TestStreamNextAllocs). Nor is replication's follower path,
+// whose fetcher is unexported: kafka/replication times and checks it, the
+// answer applied (BenchmarkFollowerAppend) and the whole fetch over
+// loopback (BenchmarkFollowerFetchRoundTrip), with the leader's side of it,
+// each with an allocation test.
 package hotpath
 
 import (
