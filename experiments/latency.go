@@ -99,7 +99,7 @@ type LatencyResult struct {
 
 // Latency is the whole experiment.
 type Latency struct {
-	Rate     int             `json:"rate"` // paced producer's messages per second
+	Rate     int             `json:"rate"`                // paced producer's messages per second
 	Seconds  float64         `json:"seconds_per_setting"` // at least; see LatencyResult.Seconds
 	Unpaced  int             `json:"unpaced_messages"`
 	Size     int             `json:"message_size"`

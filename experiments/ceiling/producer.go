@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// WriteSize is how many bytes the producer probes' reader collects before
+// it writes them to the file (the broker's log buffers 64 KiB).
+const WriteSize = 64 << 10
+
 // FlushMessages is how often the producer probes' reader asks for an
 // fsync: every 10,000 messages written, as the broker's shipped settings
 // do (log.flush.interval, docs/PERFORMANCE.md). An fsync runs in its own
@@ -36,7 +40,12 @@ func runProducer(ctx context.Context, cfg Config, batch int) (Result, error) {
 		clk = newClock(cfg.Messages)
 		var written, flushAt int64 = 0, FlushMessages
 		msgBytes := int64(headerSize + cfg.MessageSize)
-		err := check(c, cfg.Messages, cfg.MessageSize, cfg.ReadSize, clk, func(b []byte) error {
+		// The file gets WriteSize bytes per write(2), as a log writes its
+		// buffer: when the reader keeps up with one-message writes, each
+		// read holds one message, and a write(2) per read would make the
+		// probe slower than the broker it bounds.
+		pending := make([]byte, 0, WriteSize)
+		write := func(b []byte) error {
 			if _, err := f.Write(b); err != nil {
 				return fmt.Errorf("write %s: %w", path, err)
 			}
@@ -46,7 +55,27 @@ func runProducer(ctx context.Context, cfg Config, batch int) (Result, error) {
 				flushAt = (written/FlushMessages + 1) * FlushMessages
 			}
 			return nil
+		}
+		drain := func() error {
+			err := write(pending)
+			pending = pending[:0]
+			return err
+		}
+		err := check(c, cfg.Messages, cfg.MessageSize, cfg.ReadSize, clk, func(b []byte) error {
+			if len(pending) > 0 && len(pending)+len(b) > WriteSize {
+				if err := drain(); err != nil {
+					return err
+				}
+			}
+			if len(b) >= WriteSize {
+				return write(b)
+			}
+			pending = append(pending, b...)
+			return nil
 		})
+		if err == nil && len(pending) > 0 {
+			err = drain()
+		}
 		if err != nil {
 			return err
 		}

@@ -168,8 +168,9 @@ func runPerf(ctx context.Context, bin string, o options, w io.Writer) (map[strin
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("perf: %v\n%s", err, out.String())
 	}
+	text := out.String()
 	got := map[string]float64{}
-	sc := bufio.NewScanner(&out)
+	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		name, rest, ok := strings.Cut(sc.Text(), " result: ")
 		if !ok || !slices.ContainsFunc(pairs[:], func(p struct{ probe, ours, what string }) bool { return p.ours == name }) {
@@ -183,12 +184,12 @@ func runPerf(ctx context.Context, bin string, o options, w io.Writer) (map[strin
 		fmt.Fprintf(w, "ours    %-18s %s\n", name, rest)
 	}
 	// All of perf's output, its tenth tables and the broker's per tenth.
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
 		fmt.Fprintln(w, "  perf |", l)
 	}
 	for _, p := range pairs {
 		if _, ok := got[p.ours]; !ok {
-			return nil, fmt.Errorf("perf printed no %s result line:\n%s", p.ours, out.String())
+			return nil, fmt.Errorf("perf printed no %s result line:\n%s", p.ours, text)
 		}
 	}
 	return got, nil
