@@ -142,9 +142,16 @@ func PlotHistory(csvPath, pngPath string) error {
 		p.Legend.Add(name, l, pts)
 	}
 	if hi > 0 {
-		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
+		// Room above the lines for the legend (a log axis: a factor).
+		p.Y.Min, p.Y.Max = lo/1.5, hi*12
 	}
 	p.X.Min, p.X.Max = 0.5, float64(len(runs))+0.5
+	var ticks []plot.Tick
+	step := max(1, len(runs)/12)
+	for i := 1; i <= len(runs); i += step {
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: strconv.Itoa(i)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	if len(runs) > 0 {
 		first, last := runs[0], runs[len(runs)-1]
 		p.X.Label.Text = fmt.Sprintf("run (oldest first): %d runs, %s (%s) … %s (%s)", len(runs), first[0], first[1], last[0], last[1])
