@@ -149,7 +149,9 @@ func withSender(ctx context.Context, job sendJob, receive func(net.Conn) error) 
 		return fmt.Errorf("start the sender: %w", err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	waited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(waited); exited <- waitErr }()
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		if c, err := ln.Accept(); err == nil {
@@ -159,8 +161,14 @@ func withSender(ctx context.Context, job sendJob, receive func(net.Conn) error) 
 	var in net.Conn
 	select {
 	case in = <-accepted:
-	case err := <-exited:
-		return fmt.Errorf("the sender exited before connecting (%v): %s", err, stderr.String())
+	case <-waited:
+		// A short job's sender may connect, send everything and exit
+		// before this select looks at the connection.
+		select {
+		case in = <-accepted:
+		case <-time.After(time.Second):
+			return fmt.Errorf("the sender exited before connecting (%v): %s", waitErr, stderr.String())
+		}
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		<-exited
