@@ -2,7 +2,8 @@
 # Start and stop a real Apache ActiveMQ (the Debian package activemq) without systemd, for the paper's §5
 # comparison (package compare/activemq speaks STOMP 1.2 to it).
 #
-#   scripts/activemq.sh start DIR PORT   one broker with STOMP on 127.0.0.1:PORT and nothing else listening
+#   scripts/activemq.sh start DIR PORT   one broker with STOMP on LISTEN_ADDR:PORT (default 127.0.0.1) and
+#                                        nothing else listening
 #   scripts/activemq.sh stop DIR         stop the broker started in DIR (pid file) and wait for it
 #   scripts/activemq.sh version          print the installed ActiveMQ version (e.g. 5.17.2)
 #
@@ -35,7 +36,7 @@ version() {
 # stomp_ok PORT succeeds when a STOMP 1.2 CONNECT on PORT is answered with CONNECTED.
 stomp_ok() {
 	local port=$1 line
-	exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
+	exec 3<>"/dev/tcp/$LISTEN_ADDR/$port" || return 1
 	nopipe printf 'CONNECT\naccept-version:1.2\nhost:localhost\n\n\0' >&3
 	IFS= read -r -t 5 line <&3 || true
 	nopipe printf 'DISCONNECT\n\n\0' >&3 || true
@@ -54,6 +55,9 @@ start() {
 	refuse_running "$dir/activemq.pid" broker
 	if port_in_use "$port"; then die "start: port $port is already in use"; fi
 	cp "$CONFIG"/* "$dir/conf/"
+	# The connector listens on LISTEN_ADDR (the configuration says 127.0.0.1).
+	sed -i "s#stomp://127\.0\.0\.1:#stomp://$LISTEN_ADDR:#" "$dir/conf/activemq.xml"
+	grep -qF "stomp://$LISTEN_ADDR:" "$dir/conf/activemq.xml" || die "start: no stomp://127.0.0.1 connector in $CONFIG/activemq.xml"
 	# As /usr/bin/activemq does for Java > 8, minus its su to the activemq user and its shared /var/lib base.
 	# The conf dir comes first on the classpath so our log4j.properties wins.
 	nohup "$JAVA" "-Xms$ACTIVEMQ_HEAP" "-Xmx$ACTIVEMQ_HEAP" -XX:+UseParallelGC \

@@ -11,8 +11,18 @@
 #   version: the installed package's upstream version (deb_version).
 # service_main dispatches those three commands. Sourcing sets SCRIPT to the sourcing script's file name,
 # the prefix of every message. Nothing here starts anything by itself.
+#
+# Servers listen on LISTEN_ADDR (default 127.0.0.1), the probes connect there: the experiments' two-host
+# set-up runs a script inside the server host's network namespace with LISTEN_ADDR set to that host's end
+# of the link (package compare/localsvc, Host). What only the server itself talks to (RabbitMQ's epmd and
+# distribution) stays on 127.0.0.1.
 
 SCRIPT=$(basename "${BASH_SOURCE[1]:-$0}")
+LISTEN_ADDR=${LISTEN_ADDR:-127.0.0.1}
+[[ $LISTEN_ADDR =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || {
+	echo "$SCRIPT: LISTEN_ADDR='$LISTEN_ADDR' is not an IPv4 address" >&2
+	exit 1
+}
 
 die() {
 	echo "$SCRIPT: $*" >&2
@@ -24,8 +34,8 @@ check_port() {
 	[[ $1 =~ ^[0-9]+$ ]] && (($1 > 0 && $1 < 65536)) || die "start: bad port '$1'"
 }
 
-# port_in_use PORT succeeds when something accepts connections on 127.0.0.1:PORT.
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# port_in_use PORT [ADDR] succeeds when something accepts connections on ADDR:PORT (default LISTEN_ADDR).
+port_in_use() { (exec 3<>"/dev/tcp/${2:-$LISTEN_ADDR}/$1") 2>/dev/null; }
 
 # need_package PKG CHECK... installs the Debian package PKG (apt_install) unless the command CHECK...
 # succeeds, and dies if CHECK... still fails after that. Tests start several servers at once: one installs
@@ -67,7 +77,7 @@ apt_install() {
 		echo "$SCRIPT: installing $* needs root or sudo" >&2
 		return 1
 	fi
-	for p in 2181 61616 5672 4369; do port_in_use "$p" && before="$before $p"; done
+	for p in 2181 61616 5672 4369; do port_in_use "$p" 127.0.0.1 && before="$before $p"; done
 	if [[ ! -e $APT_POLICY ]] || grep -qxF "$APT_POLICY_MARK" "$APT_POLICY" 2>/dev/null; then own=1; fi
 	(
 		if ((own)); then
@@ -93,7 +103,7 @@ apt_install() {
 			$sudo start-stop-daemon --stop --quiet --retry=TERM/30/KILL/5 --pidfile "/run/$2/$2.pid" >/dev/null 2>&1 || true
 		fi
 	done
-	if [[ " $before " != *" 4369 "* ]] && port_in_use 4369 && command -v epmd >/dev/null; then
+	if [[ " $before " != *" 4369 "* ]] && port_in_use 4369 127.0.0.1 && command -v epmd >/dev/null; then
 		epmd -kill >/dev/null 2>&1 || true
 	fi
 	return 0
@@ -160,8 +170,10 @@ started() { printf '%s\n' "$@"; }
 abs_dir() { (cd "$1" 2>/dev/null && pwd) || echo "$1"; }
 
 # service_main ARGS... runs the command line of a service script with the usual three commands, calling
-# the script's own start, stop and version functions:
-#   start DIR PORT | stop DIR | version
+# the script's own start, stop and version functions, and `install` (the script's install: the Debian
+# package if it is missing, which the two-host set-up runs before the server host, which has no route
+# to a package mirror, exists):
+#   start DIR PORT | stop DIR | version | install
 service_main() {
 	case ${1:-} in
 	start)
@@ -173,7 +185,8 @@ service_main() {
 		stop "$(abs_dir "$2")"
 		;;
 	version) version ;;
-	*) die "usage: $0 start DIR PORT | stop DIR | version" ;;
+	install) install ;;
+	*) die "usage: $0 start DIR PORT | stop DIR | version | install" ;;
 	esac
 }
 

@@ -2,7 +2,7 @@
 # Start and stop a real RabbitMQ (the Debian package rabbitmq-server) without systemd, for the paper's §5
 # comparison (package compare/rabbitmq speaks AMQP 0-9-1 to it through github.com/rabbitmq/amqp091-go).
 #
-#   scripts/rabbitmq.sh start DIR PORT   one node with AMQP on 127.0.0.1:PORT
+#   scripts/rabbitmq.sh start DIR PORT   one node with AMQP on LISTEN_ADDR:PORT (default 127.0.0.1)
 #   scripts/rabbitmq.sh stop DIR         stop the node started in DIR (pid file) and its epmd, and wait
 #   scripts/rabbitmq.sh version          print the installed RabbitMQ version (e.g. 3.10.8)
 #
@@ -43,7 +43,7 @@ derived() { echo $(((($1 - 1024 + $2) % 64512) + 1024)); }
 # amqp_ok PORT succeeds when PORT answers an AMQP 0-9-1 protocol header with a frame (Connection.Start).
 amqp_ok() {
 	local port=$1 c=""
-	exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
+	exec 3<>"/dev/tcp/$LISTEN_ADDR/$port" || return 1
 	nopipe printf 'AMQP\x00\x00\x09\x01' >&3
 	IFS= read -r -s -t 5 -n 1 -d '' c <&3 || true
 	exec 3<&- 3>&-
@@ -55,7 +55,7 @@ env_for() {
 	local dir=$1 port=$2
 	export HOME=$dir/home
 	export RABBITMQ_NODENAME=rabbit-$port@localhost
-	export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+	export RABBITMQ_NODE_IP_ADDRESS=$LISTEN_ADDR
 	export RABBITMQ_NODE_PORT=$port
 	export RABBITMQ_DIST_PORT=${RABBITMQ_DIST_PORT:-$(derived "$port" 20000)}
 	export ERL_EPMD_PORT=${ERL_EPMD_PORT:-$(derived "$port" 10000)}
@@ -69,7 +69,7 @@ env_for() {
 	export RABBITMQ_MNESIA_BASE=$dir/mnesia
 	export RABBITMQ_LOG_BASE=$dir/log
 	export RABBITMQ_PID_FILE=$dir/rabbitmq.pid.erl
-	# Distribution listens on 127.0.0.1 only, like AMQP and epmd.
+	# Distribution listens on 127.0.0.1 only, like epmd: only the node and rabbitmqctl use them.
 	export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
 }
 
@@ -84,11 +84,18 @@ start() {
 	local log=$dir/log/$RABBITMQ_NODENAME.log out=$dir/log/startup.out data=$dir/mnesia/$RABBITMQ_NODENAME
 	refuse_running "$dir/rabbitmq.pid" node
 	port_in_use "$port" && die "start: AMQP port $port is already in use"
-	port_in_use "$RABBITMQ_DIST_PORT" && die "start: distribution port $RABBITMQ_DIST_PORT (derived from $port) is in use; pick another PORT or set RABBITMQ_DIST_PORT"
+	port_in_use "$RABBITMQ_DIST_PORT" 127.0.0.1 && die "start: distribution port $RABBITMQ_DIST_PORT (derived from $port) is in use; pick another PORT or set RABBITMQ_DIST_PORT"
 	cp "$CONFIG"/* "$dir/conf/"
+	if [[ $LISTEN_ADDR != 127.0.0.1 ]]; then
+		# The guest user may log in only over loopback by default; on another address (the server host of the
+		# two-host set-up, reachable only from its client host) the clients come from the other end.
+		printf '\n# Added by scripts/rabbitmq.sh: AMQP listens on %s, not loopback.\nloopback_users.guest = false\n' \
+			"$LISTEN_ADDR" >>"$dir/conf/rabbitmq.conf"
+	fi
 	chmod 700 "$dir/home"
 	# $! is rabbitmq-server's shell, which runs beam.smp as its child and turns SIGTERM into a clean stop.
-	# Erlang starts our own epmd on ERL_EPMD_PORT (127.0.0.1) if none answers there.
+	# Erlang starts our own epmd on ERL_EPMD_PORT (127.0.0.1) if none answers there; AMQP listens on
+	# LISTEN_ADDR.
 	(cd "$dir" && exec nohup "$RABBIT_BIN/rabbitmq-server" >"$out" 2>&1 </dev/null) &
 	echo $! >"$dir/rabbitmq.pid"
 	echo "$ERL_EPMD_PORT" >"$dir/epmd.port"

@@ -8,9 +8,11 @@
 #   scripts/zookeeper.sh ensemble-start DIR BASEPORT   three members on 127.0.0.1: client ports BASEPORT..+2,
 #                                                      peer ports BASEPORT+3..+5, election ports BASEPORT+6..+8
 #   scripts/zookeeper.sh ensemble-stop DIR
+#   scripts/zookeeper.sh install                       install the Debian package if it is missing
 #
 # SERVERS is "host:peerport:electionport,..." for members 1, 2, 3, ... in order. Everything (zoo.cfg, data,
-# log, pid) stays under DIR. `start` prints log=<path> and, for a standalone server, connect=127.0.0.1:PORT.
+# log, pid) stays under DIR. A standalone server listens on LISTEN_ADDR (default 127.0.0.1), an ensemble
+# on 127.0.0.1. `start` prints log=<path> and, for a standalone server, connect=LISTEN_ADDR:PORT.
 # Environment: ZK_TICK_MS (500), ZK_START_TIMEOUT (60 seconds), ZK_HEAP (256m), JAVA (java).
 set -euo pipefail
 
@@ -31,7 +33,7 @@ install() { need_package zookeeperd installed; }
 # fourletter PORT WORD prints the server's answer to a four-letter word, or fails.
 fourletter() {
 	local port=$1 word=$2 out=""
-	exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
+	exec 3<>"/dev/tcp/$LISTEN_ADDR/$port" || return 1
 	nopipe printf '%s' "$word" >&3
 	# The answer has no trailing newline ("imok"): read to EOF, which the server sends after answering.
 	IFS= read -r -d '' -t 5 out <&3 || true
@@ -68,7 +70,7 @@ start() {
 		echo "syncLimit=10"
 		echo "dataDir=$dir/data"
 		echo "clientPort=$port"
-		echo "clientPortAddress=127.0.0.1"
+		echo "clientPortAddress=$LISTEN_ADDR"
 		echo "maxClientCnxns=0"
 		echo "minSessionTimeout=$((2 * ZK_TICK_MS))"
 		echo "maxSessionTimeout=60000"
@@ -114,7 +116,7 @@ start() {
 	await_start "$dir" "$dir/zookeeper.pid" "$ZK_START_TIMEOUT" "$log" server "log=$log" "no answer on port $port" \
 		serving "$port" "$id"
 	started "log=$log"
-	[[ -n $id ]] || started "connect=127.0.0.1:$port"
+	[[ -n $id ]] || started "connect=$LISTEN_ADDR:$port"
 }
 
 # ours DIR PID succeeds when PID is still the server of DIR: a QuorumPeerMain reading DIR's zoo.cfg.
@@ -131,6 +133,7 @@ ensemble() { # ensemble BASEPORT prints SERVERS
 
 ensemble_start() {
 	local dir=$1 base=$2 servers i out
+	LISTEN_ADDR=127.0.0.1 # the members name each other by 127.0.0.1 (ensemble)
 	[[ $base =~ ^[0-9]+$ ]] || die "ensemble-start: bad base port '$base'"
 	servers=$(ensemble "$base")
 	for i in 1 2 3; do start "$dir/$i" $((base + i - 1)) "$i" "$servers"; done
@@ -152,9 +155,10 @@ start) [[ $# -eq 3 || $# -eq 5 ]] || die "usage: start DIR PORT [ID SERVERS]"; s
 stop) [[ $# -eq 2 ]] || die "usage: stop DIR"; stop "$(abs_dir "$2")" ;;
 status) [[ $# -eq 3 ]] || die "usage: status DIR PORT"; fourletter "$3" srvr ;;
 ensemble-start) [[ $# -eq 3 ]] || die "usage: ensemble-start DIR BASEPORT"; ensemble_start "$2" "$3" ;;
+install) install ;;
 ensemble-stop)
 	[[ $# -eq 2 ]] || die "usage: ensemble-stop DIR"
 	for i in 1 2 3; do stop "$(abs_dir "$2/$i")"; done
 	;;
-*) die "usage: $0 start DIR PORT [ID SERVERS] | stop DIR | status DIR PORT | ensemble-start DIR BASEPORT | ensemble-stop DIR" ;;
+*) die "usage: $0 start DIR PORT [ID SERVERS] | stop DIR | status DIR PORT | ensemble-start DIR BASEPORT | ensemble-stop DIR | install" ;;
 esac

@@ -110,10 +110,13 @@ type Options struct {
 	Bin string
 	// Dir is the broker's folder (created if missing).
 	Dir string
-	// Port is the broker's TCP port on 127.0.0.1; 0 picks a free one.
+	// Port is the broker's TCP port; 0 picks a free one on Host.
 	Port int
-	// Override changes keys of Properties(Port, Dir/logs); port and log.dir
-	// stay the launcher's.
+	// Host is where the broker runs and the address it listens on (its
+	// hostname property); the zero Host is this machine's 127.0.0.1.
+	Host localsvc.Host
+	// Override changes keys of Properties(Port, Dir/logs); hostname, port
+	// and log.dir stay the launcher's.
 	Override map[string]string
 	// Args are more flags of server-start (such as --cpuprofile FILE).
 	Args []string
@@ -126,6 +129,7 @@ type Process struct {
 	props   map[string]string
 	dir     string
 	logPath string
+	host    string
 	port    int
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -149,13 +153,14 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	port := o.Port
 	if port == 0 {
 		var err error
-		if port, err = localsvc.FreePort(); err != nil {
+		if port, err = o.Host.Port(); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrStart, err)
 		}
 	}
 	props := Properties(port, filepath.Join(o.Dir, "logs"))
+	props["hostname"] = o.Host.Address()
 	for k, v := range o.Override {
-		if k != "port" && k != "log.dir" {
+		if !slices.Contains(perLaunch, k) {
 			props[k] = v
 		}
 	}
@@ -163,12 +168,12 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	if err := os.WriteFile(propsPath, []byte(Format(props)), 0o644); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStart, err)
 	}
-	p := &Process{props: props, dir: o.Dir, port: port, logPath: filepath.Join(o.Dir, "kafka.log"), exited: make(chan struct{})}
+	p := &Process{props: props, dir: o.Dir, host: o.Host.Address(), port: port, logPath: filepath.Join(o.Dir, "kafka.log"), exited: make(chan struct{})}
 	var err error
 	if p.logFile, err = os.Create(p.logPath); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStart, err)
 	}
-	p.cmd = exec.Command(o.Bin, append([]string{"server-start", propsPath}, o.Args...)...)
+	p.cmd = o.Host.Command(o.Bin, append([]string{"server-start", propsPath}, o.Args...)...)
 	p.cmd.Stdout, p.cmd.Stderr, p.cmd.Dir = p.logFile, p.logFile, o.Dir
 	if err := p.cmd.Start(); err != nil {
 		p.logFile.Close()
@@ -205,7 +210,10 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 }
 
 // Addr is the broker's host:port.
-func (p *Process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
+func (p *Process) Addr() string { return net.JoinHostPort(p.host, strconv.Itoa(p.port)) }
+
+// Host is the address the broker listens on.
+func (p *Process) Host() string { return p.host }
 
 // Port is the broker's TCP port.
 func (p *Process) Port() int { return p.port }

@@ -41,15 +41,15 @@ func (p *Provider) startKafka(ctx context.Context) (compare.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: dir, Port: port,
+	proc, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: dir, Port: port, Host: p.opts.Host,
 		Override: p.opts.KafkaProperties, StartTimeout: p.opts.StartTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	s := &kafkaServer{p: p, proc: proc}
-	s.ep = compare.Endpoint{Host: "127.0.0.1", Port: port, DataDir: proc.LogDir(), LogPath: proc.LogPath(),
+	s.ep = compare.Endpoint{Host: proc.Host(), Port: port, DataDir: proc.LogDir(), LogPath: proc.LogPath(),
 		Version: "kafkarepro (Go rebuild of Kafka 0.7, " + runtime.Version() + ")"}
-	p.opts.Log.Info("server started", "service", "kafka", "port", port, "dir", dir, "settings", proc.Settings())
+	p.opts.Log.Info("server started", "service", "kafka", "addr", proc.Host(), "port", port, "dir", dir, "settings", proc.Settings())
 	return s, nil
 }
 

@@ -4,9 +4,11 @@
 // DIR PORT, stop DIR, version), which package compare/localsvc runs for both
 // this provider and the adapters' tests; our own broker is built once from
 // kafka/cmd/kafka with `go build -o` and started with `kafka server-start`
-// and a generated server.properties. Every server gets a free port on
-// 127.0.0.1 and a directory in the provider's temporary folder for its data
-// and logs; Stop stops it and removes that directory unless Keep is set.
+// and a generated server.properties. Every server gets a free port on its
+// host (Options.Host: 127.0.0.1 of this machine, or the server host of the
+// experiments' two-host set-up, package experiments/link) and a directory
+// in the provider's temporary folder for its data and logs; Stop stops it
+// and removes that directory unless Keep is set.
 package local
 
 import (
@@ -35,7 +37,10 @@ type Options struct {
 	KafkaProperties map[string]string
 	// StartTimeout bounds one server start (default 3 minutes).
 	StartTimeout time.Duration
-	Log          *slog.Logger // gets component=compare/local; nil: slog.Default()
+	// Host is where every server runs and listens; the zero Host is this
+	// machine's loopback.
+	Host localsvc.Host
+	Log  *slog.Logger // gets component=compare/local; nil: slog.Default()
 }
 
 // Provider starts servers as local processes.
@@ -110,15 +115,16 @@ func (p *Provider) Start(ctx context.Context, service string) (compare.Server, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
 	defer cancel()
-	srv, err := localsvc.StartFrom(ctx, filepath.Join(p.opts.RepoDir, "scripts"), service, dir, port)
+	srv, err := localsvc.StartOn(ctx, p.opts.Host, filepath.Join(p.opts.RepoDir, "scripts"), service, dir, port)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	p.opts.Log.Info("server started", "service", service, "port", port, "dir", dir, "version", srv.Version)
+	p.opts.Log.Info("server started", "service", service, "addr", p.opts.Host.Address(), "port", port, "dir", dir, "version", srv.Version)
 	return &scriptServer{p: p, srv: srv}, nil
 }
 
-// prepare makes the service's own directory and picks a free port.
+// prepare makes the service's own directory and picks a free port on the
+// servers' host.
 func (p *Provider) prepare(service string) (dir string, port int, err error) {
 	p.mu.Lock()
 	p.n++
@@ -127,7 +133,7 @@ func (p *Provider) prepare(service string) (dir string, port int, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", 0, fmt.Errorf("local: create %s: %w", dir, err)
 	}
-	port, err = FreePort()
+	port, err = p.opts.Host.Port()
 	return dir, port, err
 }
 

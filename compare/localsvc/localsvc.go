@@ -5,8 +5,9 @@
 // their stores (DiskUsage).
 //
 // Every script has the same interface: `start DIR PORT` starts the server with all its files under DIR,
-// listening on 127.0.0.1:PORT, waits until it answers and prints log=<path> and data=<path>; `stop DIR`
-// stops it; `version` prints the server version. Start finds scripts/ by walking up from the working
+// listening on LISTEN_ADDR:PORT (127.0.0.1 unless the environment says otherwise), waits until it answers
+// and prints log=<path> and data=<path>; `stop DIR` stops it; `version` prints the server version. A
+// Host says where the scripts run and which address they are given (StartOn). Start finds scripts/ by walking up from the working
 // directory to the go.mod of this module (ModulePath), so tests work from any package directory.
 package localsvc
 
@@ -38,6 +39,7 @@ type Server struct {
 	Data    string        // data=<path> printed by the script (Dir if it printed none)
 	Version string        // printed by `scripts/<Service>.sh version`, or the Debian package's version
 	Startup time.Duration // from running the script until it returned (the server answered)
+	Host    Host          // where it runs (the zero Host: this machine's loopback)
 	script  string
 }
 
@@ -105,24 +107,30 @@ func Start(ctx context.Context, service, dir string, port int) (*Server, error) 
 	return StartFrom(ctx, scripts, service, dir, port)
 }
 
-// StartFrom runs `<scripts>/<service>.sh start dir port` and returns the started server. On failure it
-// runs the script's stop (the script should have cleaned up, but make sure), and the error wraps
-// ErrStart, carries the tail of the script's stderr and names the server's log.
+// StartFrom runs `<scripts>/<service>.sh start dir port` on this machine's loopback (StartOn with the
+// zero Host).
 func StartFrom(ctx context.Context, scripts, service, dir string, port int) (*Server, error) {
+	return StartOn(ctx, Host{}, scripts, service, dir, port)
+}
+
+// StartOn runs `<scripts>/<service>.sh start dir port` on host and returns the started server. On
+// failure it runs the script's stop (the script should have cleaned up, but make sure), and the error
+// wraps ErrStart, carries the tail of the script's stderr and names the server's log.
+func StartOn(ctx context.Context, host Host, scripts, service, dir string, port int) (*Server, error) {
 	script := filepath.Join(scripts, service+".sh")
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("localsvc: no script for %q: %w", service, err)
 	}
-	s := &Server{Service: service, Dir: dir, Port: port, script: script}
+	s := &Server{Service: service, Dir: dir, Port: port, Host: host, script: script}
 	s.Version = version(ctx, script, service)
 	start := time.Now()
-	out, err := runScript(ctx, script, "start", dir, strconv.Itoa(port))
+	out, err := runScript(ctx, host, script, "start", dir, strconv.Itoa(port))
 	s.Startup = time.Since(start)
 	kv := parseKV(out)
 	s.Log, s.Data = kv["log"], kv["data"]
 	if err != nil {
-		_, _ = runScript(context.Background(), script, "stop", dir)
-		return nil, fmt.Errorf("%w: %s on port %d: %v (log=%s)", ErrStart, service, port, err, s.Log)
+		_, _ = runScript(context.Background(), host, script, "stop", dir)
+		return nil, fmt.Errorf("%w: %s on %s port %d: %v (log=%s)", ErrStart, service, host.Address(), port, err, s.Log)
 	}
 	if s.Data == "" {
 		s.Data = dir
@@ -132,21 +140,21 @@ func StartFrom(ctx context.Context, scripts, service, dir string, port int) (*Se
 
 // Endpoint describes the server for an adapter.
 func (s *Server) Endpoint() compare.Endpoint {
-	return compare.Endpoint{Host: "127.0.0.1", Port: s.Port, DataDir: s.Data, LogPath: s.Log, Version: s.Version}
+	return compare.Endpoint{Host: s.Host.Address(), Port: s.Port, DataDir: s.Data, LogPath: s.Log, Version: s.Version}
 }
 
 // Stop runs `scripts/<service>.sh stop dir`, which waits for the server to exit (at most 2 minutes).
 func (s *Server) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := runScript(ctx, s.script, "stop", s.Dir)
+	_, err := runScript(ctx, s.Host, s.script, "stop", s.Dir)
 	return err
 }
 
-// runScript runs a script with bash from the module root and returns its stdout; a failure carries the
-// tail of its stderr.
-func runScript(ctx context.Context, script string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+// runScript runs a script with bash on host from the module root and returns its stdout; a failure
+// carries the tail of its stderr.
+func runScript(ctx context.Context, host Host, script string, args ...string) (string, error) {
+	cmd := host.CommandContext(ctx, "bash", append([]string{script}, args...)...)
 	cmd.Dir = filepath.Dir(filepath.Dir(script))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -165,7 +173,7 @@ func runScript(ctx context.Context, script string, args ...string) (string, erro
 func version(ctx context.Context, script, service string) string {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if out, err := runScript(ctx, script, "version"); err == nil && strings.TrimSpace(out) != "" {
+	if out, err := runScript(ctx, Host{}, script, "version"); err == nil && strings.TrimSpace(out) != "" {
 		return strings.TrimSpace(out)
 	}
 	pkg := map[string]string{"zookeeper": "zookeeper", "activemq": "activemq", "rabbitmq": "rabbitmq-server"}[service]
