@@ -1,6 +1,9 @@
 # Make targets of the Kafka (NetDB'11) reproduction.
 #   make reproduce        the paper's §5 experiments at full scale (10M messages)
 #   make reproduce-quick  the same at ~200,000 messages, with the regression check
+#                         (both: NETWORK=1gbit puts servers and clients on two hosts joined by a
+#                         1 Gb/s link, two network namespaces and tc tbf; any rate tc takes, e.g.
+#                         NETWORK=10gbit; needs root. Default NETWORK=loopback, one machine)
 #   make test             every test, real servers included (the hot paths' allocation checks too), plus short fuzz runs
 #   make test-faults      replication's fault tests at length (kill -9, damaged logs, cuts, slow links; failover times)
 #   make bench            the benchmarks, the hot paths' among them (MB/s, msgs/s and allocations)
@@ -19,6 +22,7 @@ SIZE     ?= 200
 OUT      ?=
 FUZZTIME ?= 20s
 RATIO    ?= 5
+NETWORK  ?= loopback
 
 OUTFLAG := $(if $(OUT),--out $(OUT),)
 
@@ -70,10 +74,10 @@ fuzz:
 # No deps here: with Docker nothing needs installing, and the local servers'
 # scripts install their Debian package when it is missing.
 reproduce: build
-	./bin/reproduce --services $(SERVICES) --systems $(SYSTEMS) --messages $(MESSAGES) --message-size $(SIZE) $(OUTFLAG)
+	./bin/reproduce --services $(SERVICES) --network $(NETWORK) --systems $(SYSTEMS) --messages $(MESSAGES) --message-size $(SIZE) $(OUTFLAG)
 
 reproduce-quick: build
-	./bin/reproduce --quick --services $(SERVICES) --systems $(SYSTEMS) --message-size $(SIZE) --check-ratio $(RATIO) $(OUTFLAG)
+	./bin/reproduce --quick --services $(SERVICES) --network $(NETWORK) --systems $(SYSTEMS) --message-size $(SIZE) --check-ratio $(RATIO) $(OUTFLAG)
 
 images:
 	bash scripts/build-images.sh

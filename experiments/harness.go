@@ -157,7 +157,7 @@ func runTarget(ctx context.Context, cfg Config, t Target) (rep SystemReport) {
 	consumeTopic := ""
 	producedOK := false
 	for _, b := range batches {
-		topic := fmt.Sprintf("perf-b%d", b)
+		topic := ProducerTopic(b)
 		before, errBefore := sys.DiskBytes()
 		res := runProducer(ctx, cfg, sys, t.Name, topic, b)
 		rep.Producer = append(rep.Producer, res)
@@ -183,6 +183,10 @@ func runTarget(ctx context.Context, cfg Config, t Target) (rep SystemReport) {
 	}
 	return rep
 }
+
+// ProducerTopic is the topic (queue) a producer test of batch size b
+// writes: "perf-b50".
+func ProducerTopic(b int) string { return fmt.Sprintf("perf-b%d", b) }
 
 // measureStorage computes the bytes the data store grew by during one
 // producer test, per message (§5: Kafka 9 bytes of overhead, ActiveMQ 144).

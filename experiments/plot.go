@@ -24,13 +24,14 @@ import (
 // instead of pulling the line down, and the wait after the last message
 // left a producer (until the server holds everything) is not a line point:
 // it is in the dashed average of each test, and the caption says how long
-// it was.
-func PlotThroughput(path, title string, tests []TestResult) error {
-	return plotThroughput(path, title, "", tests)
+// it was. Each limit (the link's ceiling for our messages, when the run
+// went over one) is a dotted line across the figure.
+func PlotThroughput(path, title string, tests []TestResult, limits ...Limit) error {
+	return plotThroughput(path, title, "", tests, limits...)
 }
 
 // plotThroughput is PlotThroughput with another caption ("" for figure 4's or 5's).
-func plotThroughput(path, title, caption string, tests []TestResult) error {
+func plotThroughput(path, title, caption string, tests []TestResult, limits ...Limit) error {
 	producer := len(tests) > 0 && tests[0].Test == "producer"
 	xLabel := "data read so far (MB of payload, 10^6 bytes)"
 	if producer {
@@ -57,6 +58,13 @@ func plotThroughput(path, title, caption string, tests []TestResult) error {
 			}
 		}
 		note(t.MsgPerS)
+	}
+	maxX := 0.0
+	for _, t := range tests {
+		maxX = math.Max(maxX, t.MBSent)
+	}
+	for _, l := range limits {
+		note(l.MsgPerS)
 	}
 	if hi == 0 {
 		lo, hi = 1, 10
@@ -141,10 +149,13 @@ func plotThroughput(path, title, caption string, tests []TestResult) error {
 			leg.Add("nothing moved in a window", sc)
 		}
 	}
+	if err := addLimits(p, &leg, limits, maxX); err != nil {
+		return err
+	}
 	if caption == "" {
 		caption = throughputCaption(tests, producer)
 	}
-	return figure{plot: p, yLabel: "throughput (messages/s, log scale)", legend: leg, caption: caption}.save(path)
+	return figure{plot: p, yLabel: "throughput (messages/s, log scale)", legend: leg, caption: caption + limitsCaption(limits)}.save(path)
 }
 
 // addLegend adds a test's entries: its name with the line, then its

@@ -16,6 +16,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
@@ -169,6 +170,9 @@ type ReplicationConfig struct {
 	MessageSize int
 	Profile     bool         // run the brokers with --cpuprofile and read each profile's top
 	Progress    func(string) // may be nil
+	// Host is where the brokers run (the server host over a link); the
+	// zero Host is this machine's loopback.
+	Host localsvc.Host
 }
 
 // RunReplication runs every mode in turn. A mode that fails is recorded with its error and the others
@@ -236,7 +240,7 @@ func (c *replCluster) stop() error {
 func startReplCluster(ctx context.Context, cfg ReplicationConfig, dir, connect string) (*replCluster, error) {
 	c := &replCluster{}
 	for id := range ReplicationBrokers {
-		o := kafkaproc.Options{Bin: cfg.Bin, Dir: filepath.Join(dir, "broker-"+strconv.Itoa(id)),
+		o := kafkaproc.Options{Bin: cfg.Bin, Dir: filepath.Join(dir, "broker-"+strconv.Itoa(id)), Host: cfg.Host,
 			Override: map[string]string{"brokerid": strconv.Itoa(id), "enable.zookeeper": "true", "zk.connect": connect}}
 		if cfg.Profile {
 			prof := filepath.Join(dir, "broker-"+strconv.Itoa(id)+".prof")

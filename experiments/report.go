@@ -17,9 +17,9 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# §5 reproduction: run %s\n\n", s.Run)
-	w("Started %s, took %.0f s. %s messages of %d bytes per test; consumer prefetch %d messages / %d bytes; services: %s.\n\n",
+	w("Started %s, took %.0f s. %s messages of %d bytes per test; consumer prefetch %d messages / %d bytes; services: %s; network: %s (%s).\n\n",
 		s.Started.UTC().Format("2006-01-02 15:04:05 UTC"), s.Seconds, commas(float64(s.Messages)), s.MessageSize,
-		s.PrefetchMessages, s.PrefetchBytes, s.Services)
+		s.PrefetchMessages, s.PrefetchBytes, s.Services, s.network().Setup, s.network().Hosts)
 	if s.ServicesWhy != "" {
 		w("Servers: **%s** provider — %s.\n\n", s.Services, s.ServicesWhy)
 	}
@@ -51,8 +51,8 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		w("| cores | 8 (per machine) | %d (shared by client and servers) |\n", s.Machine.Cores)
 		w("| memory | %s | %.1f GB |\n", fig.Setup.Memory, s.Machine.MemoryGB)
 		w("| disk | %s | %s |\n", fig.Setup.Disk, oneLine(s.Machine.Disk))
-		w("| network | %s | %s |\n", fig.Setup.Network, s.Machine.Network)
-		w("| machines | %s | one |\n", fig.Setup.Machines)
+		w("| network | %s | %s |\n", fig.Setup.Network, s.network().Path)
+		w("| machines | %s | %s |\n", fig.Setup.Machines, s.network().Hosts)
 	}
 	w("| kernel | Linux (unstated) | %s |\n| Go | — | %s |\n\n", s.Machine.Kernel, s.Machine.GoVersion)
 
@@ -99,7 +99,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	}
 	writeServerIO(w, s)
 
-	w("\n## Ratios\n\n| ratio | paper says | paper's least value | this run | holds here | bounded by (this run's ceiling) |\n|---|---|---|---|---|---|\n")
+	w("\n## Ratios\n\n| ratio | paper says | paper's least value | this run | holds here | bounded by (this run's ceiling) | measured over |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Ratios {
 		holds := "yes"
 		if r.PaperMin == 0 {
@@ -107,15 +107,16 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		} else if !r.Holds {
 			holds = "**no**"
 		}
-		w("| %s | %s | %.2g | %.2f | %s | %s |\n", r.Name, r.PaperText, r.PaperMin, r.Value, holds, ceilingNote(s, r.Name))
+		w("| %s | %s | %.2g | %.2f | %s | %s | %s |\n", r.Name, r.PaperText, r.PaperMin, r.Value, holds, ceilingNote(s, r.Name), s.network().Setup)
 	}
 	if len(s.Ratios) == 0 {
-		w("| (no ratio: fewer than two systems or tests measured) | | | | | |\n")
+		w("| (no ratio: fewer than two systems or tests measured) | | | | | | |\n")
 	}
 	w("%s", ceilingSection(s))
+	writeNetwork(w, s)
 
 	w("\n## Why the numbers differ from the paper\n\n")
-	w("- **One machine, loopback.** The paper used two machines and a 1 Gb link; its batch-50 producer \"nearly saturated\" that link (400,000 × 209 bytes ≈ 84 MB/s ≈ 0.67 Gb/s of payload plus TCP). Here client and server share one machine over loopback: no link cap, but client and broker compete for the same %d cores (the paper had 8 cores on each side).\n", s.Machine.Cores)
+	w("%s", networkReason(s))
 	w("- **Shared CPU.** On a small shared machine the broker, the client and the JVM/Erlang runtimes of the other servers compete for CPU; per-message CPU cost, not the network, limits every system, which favours the design with the least work per message (batching, no per-message acknowledgement, no index).\n")
 	var versions []string
 	for _, r := range s.Systems {

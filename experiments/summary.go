@@ -13,24 +13,30 @@ const Ours = "kafka"
 
 // Summary is summary.json: the whole run in one document.
 type Summary struct {
-	Run              string         `json:"run"`
-	Started          time.Time      `json:"started"`
-	Finished         time.Time      `json:"finished"`
-	Seconds          float64        `json:"seconds"`
-	Command          string         `json:"command,omitempty"`
-	Services         string         `json:"services"`               // local or containers
-	ServicesWhy      string         `json:"services_why,omitempty"` // how the provider was chosen (and the images made)
-	LoadAtStart      *MachineLoad   `json:"load_at_start,omitempty"`
-	LoadAtEnd        *MachineLoad   `json:"load_at_end,omitempty"`
-	Messages         int            `json:"messages"`
-	MessageSize      int            `json:"message_size"`
-	PrefetchMessages int            `json:"prefetch_messages"`
-	PrefetchBytes    int            `json:"prefetch_bytes"`
-	Machine          Machine        `json:"machine"`
-	Averages         []Average      `json:"averages"`
-	Ratios           []RatioResult  `json:"ratios"`
-	Systems          []SystemReport `json:"systems"`
-	Errors           []string       `json:"errors"`
+	Run              string       `json:"run"`
+	Started          time.Time    `json:"started"`
+	Finished         time.Time    `json:"finished"`
+	Seconds          float64      `json:"seconds"`
+	Command          string       `json:"command,omitempty"`
+	Services         string       `json:"services"`               // local or containers
+	ServicesWhy      string       `json:"services_why,omitempty"` // how the provider was chosen (and the images made)
+	LoadAtStart      *MachineLoad `json:"load_at_start,omitempty"`
+	LoadAtEnd        *MachineLoad `json:"load_at_end,omitempty"`
+	Messages         int          `json:"messages"`
+	MessageSize      int          `json:"message_size"`
+	PrefetchMessages int          `json:"prefetch_messages"`
+	PrefetchBytes    int          `json:"prefetch_bytes"`
+	Machine          Machine      `json:"machine"`
+	// Network is how the clients reached the servers (nil in runs made
+	// before the harness could use a link: loopback); Beside is a run of
+	// the same experiments over the other path, set beside this one in
+	// REPORT.md (see network.go).
+	Network  *Network       `json:"network,omitempty"`
+	Beside   *Beside        `json:"beside,omitempty"`
+	Averages []Average      `json:"averages"`
+	Ratios   []RatioResult  `json:"ratios"`
+	Systems  []SystemReport `json:"systems"`
+	Errors   []string       `json:"errors"`
 	// Compression is the compression experiment (compression.go), when run.
 	Compression *Compression `json:"compression,omitempty"`
 	// Ceiling is the machine's ceiling measured in this run (ceiling_report.go).
@@ -59,6 +65,19 @@ type RatioResult struct {
 	PaperMin  float64 `json:"paper_min,omitempty"`
 	PaperText string  `json:"paper_text,omitempty"`
 	Holds     bool    `json:"holds"` // Value >= PaperMin
+	// Of and Over are the two measurements the ratio divides (Value =
+	// Of.Value / Over.Value), so a report can say what bounded each.
+	Of   Measured `json:"of"`
+	Over Measured `json:"over"`
+}
+
+// Measured is one side of a ratio: a test's rate in msg/s, or (Test
+// "storage") a store's bytes per message.
+type Measured struct {
+	System string  `json:"system"`
+	Test   string  `json:"test"`            // "producer", "producer (client send)", "consumer" or "storage"
+	Batch  int     `json:"batch,omitempty"` // a producer's
+	Value  float64 `json:"value"`
 }
 
 // NewSummary assembles the summary of a run from the system reports.
@@ -137,11 +156,11 @@ func find(reports []SystemReport, name string) (SystemReport, bool) {
 // whose two sides were not both measured is left out.
 func Ratios(reports []SystemReport, size int, fig *paper.Figures) []RatioResult {
 	var out []RatioResult
-	add := func(name, paperName string, num, den float64) {
-		if num <= 0 || den <= 0 {
+	add := func(name, paperName string, of, over Measured) {
+		if of.Value <= 0 || over.Value <= 0 {
 			return
 		}
-		r := RatioResult{Name: name, Value: num / den, PaperName: paperName}
+		r := RatioResult{Name: name, Value: of.Value / over.Value, PaperName: paperName, Of: of, Over: over}
 		if fig != nil {
 			if p, err := fig.Ratio(paperName); err == nil {
 				r.PaperMin, r.PaperText = p.Min, p.Text
@@ -154,23 +173,27 @@ func Ratios(reports []SystemReport, size int, fig *paper.Figures) []RatioResult 
 	if !ok {
 		return out
 	}
-	add("kafka_producer_b50_over_b1", "kafka_producer_b50_over_b1", ours.ProducerRate(50), ours.ProducerRate(1))
+	producer := func(r SystemReport, b int) Measured { return Measured{r.Name, "producer", b, r.ProducerRate(b)} }
+	consumer := func(r SystemReport) Measured { return Measured{r.Name, "consumer", 0, r.ConsumerRate()} }
+	add("kafka_producer_b50_over_b1", "kafka_producer_b50_over_b1", producer(ours, 50), producer(ours, 1))
 	// The same on the client's send rate alone, without the final flush
 	// wait (which dominates a short run).
-	add("kafka_producer_b50_over_b1_client_send", "kafka_producer_b50_over_b1", ours.sendRate(50), ours.sendRate(1))
+	add("kafka_producer_b50_over_b1_client_send", "kafka_producer_b50_over_b1",
+		Measured{Ours, "producer (client send)", 50, ours.sendRate(50)}, Measured{Ours, "producer (client send)", 1, ours.sendRate(1)})
 	for _, other := range reports {
 		if other.Name == Ours {
 			continue
 		}
 		o := other.Name
 		for _, b := range []int{1, 50} {
-			add(fmt.Sprintf("kafka_producer_b%d_over_%s", b, o), "kafka_producer_over_"+o, ours.ProducerRate(b), other.ProducerRate(1))
+			add(fmt.Sprintf("kafka_producer_b%d_over_%s", b, o), "kafka_producer_over_"+o, producer(ours, b), producer(other, 1))
 		}
-		add("kafka_consumer_over_"+o, "kafka_consumer_over_"+o, ours.ConsumerRate(), other.ConsumerRate())
+		add("kafka_consumer_over_"+o, "kafka_consumer_over_"+o, consumer(ours), consumer(other))
 		ks, ok1 := ours.MainStorage()
 		ots, ok2 := other.MainStorage()
 		if ok1 && ok2 {
-			add(o+"_space_over_kafka", o+"_space_over_kafka", ots.BytesPerMessage, ks.BytesPerMessage)
+			add(o+"_space_over_kafka", o+"_space_over_kafka",
+				Measured{o, "storage", ots.Batch, ots.BytesPerMessage}, Measured{Ours, "storage", ks.Batch, ks.BytesPerMessage})
 		}
 	}
 	return out

@@ -8,6 +8,7 @@
 //	go run ./experiments/cmd/reproduce --check-ratio 2      # exit 1 unless we are 2x faster
 //	go run ./experiments/cmd/reproduce --replot results/X   # redraw a run's figures and REPORT.md
 //	go run ./experiments/cmd/reproduce --services local     # the Debian packages even where Docker runs
+//	go run ./experiments/cmd/reproduce --network 1gbit      # servers and clients on two hosts joined by a 1 Gb/s link (root)
 //
 // The servers run in Docker containers whenever a Docker engine answers
 // (--services auto, the default; the images are reused, pulled or built by
@@ -29,6 +30,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -38,6 +40,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/ceiling"
+	"github.com/kafkarepro/kafkarepro/experiments/link"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
 
@@ -60,6 +63,12 @@ type options struct {
 	latency     time.Duration // paced phase per flush setting of figure 7; 0: not run
 	latencyRate int           // its producer's rate (0: half our batch-1 producer's)
 	replication int           // messages per mode of figure 6's replication experiment; 0: not run
+	network     link.Spec     // loopback, or the link of network.go
+	beside      string        // a run over the other path, for REPORT.md
+	// Set in the child of a run over a link (network.go): where the local
+	// provider starts servers and keeps their files.
+	host localsvc.Host
+	root string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -78,11 +87,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "log server starts and stops")
 	fs.StringVar(&o.replot, "replot", "", "redraw the figures and REPORT.md of an existing run folder, and run nothing")
 	replication := fs.Int("replication-messages", -1, "messages per mode of the replication experiment, figure 6 (default: --messages between 1,000,000 and 2,000,000; 0 skips it)")
+	network := fs.String("network", link.Loopback, "loopback, or the rate of a link between a server host and a client host (network namespaces, tc tbf; needs root): 1gbit (the paper's), 10gbit, 100mbit")
+	fs.StringVar(&o.beside, "beside", "", "a run folder measured over the other path (loopback or a link), set beside this run in REPORT.md")
 	compression := fs.Int("compression-messages", -1, "messages per codec of the compression experiment (default: --messages, at most 1,000,000; 0 skips it)")
 	latency := fs.Duration("latency-seconds", -1, "paced phase per flush setting of figure 7, the latency experiment (default 20s, 4s with --quick; 0 skips it)")
 	fs.IntVar(&o.latencyRate, "latency-rate", 0, "figure 7's producer rate in msg/s (0: half our batch-1 producer's rate in this run)")
 	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the machine's ceiling (experiments/ceiling) after our tests, for REPORT.md")
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if err = fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -133,6 +145,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if !slices.Contains(o.systems, "kafka") {
 		o.latency = 0
 	}
+	if o.network, err = link.Parse(*network); err != nil {
+		return o, err
+	}
+	if !o.network.IsLoopback() {
+		switch o.services {
+		case "containers":
+			return o, fmt.Errorf("--network %s starts the servers with the local provider inside the server host's namespace; --services containers cannot (Docker puts containers on its own network): use --services local", o.network.Name)
+		case "auto":
+			o.services = "local"
+		}
+	}
 	if o.out == "" {
 		o.out = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z"))
 	}
@@ -157,13 +180,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.replot != "" {
-		return replot(o.replot, stdout, stderr)
+		return replot(o, stdout, stderr)
 	}
 	level := slog.LevelWarn
 	if o.verbose {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	lnk, root, err := inChild()
+	if err != nil {
+		fmt.Fprintln(stderr, "reproduce:", err)
+		return 1
+	}
+	if !o.network.IsLoopback() && lnk == nil {
+		return overLink(ctx, o, args, stdout, stderr, logger)
+	}
+	if lnk != nil {
+		o.host, o.root = serverHost(lnk), root
+	}
+	beside, err := loadBeside(o.beside)
+	if err != nil {
+		fmt.Fprintln(stderr, "reproduce:", err)
+		return 1
+	}
 	fig, err := paper.Load()
 	if err != nil {
 		fmt.Fprintln(stderr, "reproduce:", err)
@@ -176,6 +215,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer prov.Close()
+	if lnk != nil {
+		why = "the link's servers run in the server host's network namespace, which only the local provider can start them in (Docker's containers live on Docker's network)"
+	}
 	fmt.Fprintf(stderr, "reproduce: services %s (%s)\n", prov.Name(), why)
 
 	cfg := experiments.DefaultConfig()
@@ -186,8 +228,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		targets = append(targets, target(prov, name))
 	}
 	started := time.Now()
-	fmt.Fprintf(stderr, "reproduce: %d messages of %d bytes; systems %s; services %s; output %s; %s\n",
-		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), o.out, loadStart)
+	network := experiments.LoopbackNetwork()
+	if lnk != nil {
+		network = experiments.LinkNetwork(lnk, runtime.NumCPU(), cfg)
+	}
+	fmt.Fprintf(stderr, "reproduce: %d messages of %d bytes; systems %s; services %s; network %s (%s); output %s; %s\n",
+		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), network.Setup, network.Hosts, o.out, loadStart)
 	reports, runErr := experiments.Run(ctx, cfg, targets)
 	sum := experiments.NewSummary(cfg, reports, fig)
 	if o.ceiling && slices.Contains(o.systems, "kafka") && runErr == nil {
@@ -199,7 +245,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if o.compression > 0 && runErr == nil {
 		fmt.Fprintf(stderr, "reproduce: compression experiment, %d messages per codec\n", o.compression)
-		c, err := runCompression(ctx, o.compression, stderr)
+		c, err := runCompression(ctx, o.host, o.compression, stderr)
 		if err != nil {
 			sum.Errors = append(sum.Errors, "compression: "+err.Error())
 			if c == nil {
@@ -221,7 +267,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		sum.Latency = l
 	}
 	if o.replication > 0 && runErr == nil {
-		sum.Replication = runReplication(ctx, o.replication, o.size, stderr, &sum.Errors)
+		sum.Replication = runReplication(ctx, o.host, o.replication, o.size, stderr, &sum.Errors)
 	}
 	sum.Run = filepath.Base(o.out)
 	sum.Started, sum.Finished = started.UTC(), time.Now().UTC()
@@ -230,6 +276,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sum.Services, sum.ServicesWhy = prov.Name(), why
 	sum.LoadAtStart, sum.LoadAtEnd = &loadStart, new(experiments.ReadMachineLoad())
 	sum.Machine = experiments.DescribeMachine(prov.DataRoot())
+	sum.Machine.Network = network.Path
+	sum.Network, sum.Beside = network, beside
 	if runErr != nil {
 		sum.Errors = append(sum.Errors, "run interrupted: "+runErr.Error())
 	}
@@ -301,13 +349,20 @@ func printSummary(w io.Writer, s *experiments.Summary) {
 	}
 }
 
-// replot redraws a run folder from its summary.json and series.csv.
-func replot(dir string, stdout, stderr io.Writer) int {
+// replot redraws a run folder from its summary.json and series.csv, with
+// the run of --beside set beside it if given.
+func replot(o options, stdout, stderr io.Writer) int {
+	dir := o.replot
 	fig, err := paper.Load()
 	if err == nil {
 		var sum *experiments.Summary
 		if sum, err = experiments.Load(dir); err == nil {
-			err = experiments.Write(dir, sum, fig)
+			if o.beside != "" {
+				sum.Beside, err = loadBeside(o.beside)
+			}
+			if err == nil {
+				err = experiments.Write(dir, sum, fig)
+			}
 		}
 	}
 	if err != nil {
@@ -320,14 +375,15 @@ func replot(dir string, stdout, stderr io.Writer) int {
 
 // runCompression runs the compression experiment against a broker process
 // of its own, started with the shipped settings by the one launcher
-// (compare/kafkaproc), so its CPU time is the broker's alone.
-func runCompression(ctx context.Context, n int, stderr io.Writer) (*experiments.Compression, error) {
+// (compare/kafkaproc) on the servers' host (the server host over a link),
+// so its CPU time is the broker's alone.
+func runCompression(ctx context.Context, host localsvc.Host, n int, stderr io.Writer) (*experiments.Compression, error) {
 	tmp, bin, err := buildKafka(ctx, "reproduce-compression.")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, "broker")})
+	b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, "broker"), Host: host})
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +417,8 @@ func measureCeiling(ctx context.Context, o options, stderr io.Writer) ([]experim
 }
 
 // runLatency runs figure 7's experiment, one broker process per flush
-// setting through the one launcher (compare/kafkaproc). Its producer runs
+// setting through the one launcher (compare/kafkaproc), on the servers'
+// host (the server host over a link). Its producer runs
 // at --latency-rate, or at half the rate our batch-1 producer reached in
 // this run (the "for instance 50%"), at most 100,000 msg/s.
 func runLatency(ctx context.Context, o options, sum *experiments.Summary, stderr io.Writer) (*experiments.Latency, error) {
@@ -389,7 +446,7 @@ func runLatency(ctx context.Context, o options, sum *experiments.Summary, stderr
 		Rate: rate, Duration: o.latency, Unpaced: unpaced, Size: o.size,
 		Start: func(ctx context.Context, props map[string]string) (string, string, func() error, error) {
 			n++
-			b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, fmt.Sprintf("broker%d", n)), Override: props})
+			b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, fmt.Sprintf("broker%d", n)), Override: props, Host: o.host})
 			if err != nil {
 				return "", "", nil, err
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,12 +15,12 @@ import (
 	"github.com/kafkarepro/kafkarepro/experiments"
 )
 
-// runReplication runs figure 6's experiment (experiments/replication.go): ZooKeeper on this machine
-// (scripts/zookeeper.sh, as the tests run it) and, mode by mode, three broker processes started by the one
+// runReplication runs figure 6's experiment (experiments/replication.go): ZooKeeper on the servers' host
+// (this machine, or the server host over a link; scripts/zookeeper.sh, as the tests run it) and, mode by mode, three broker processes started by the one
 // launcher (compare/kafkaproc) with CPU profiles. Errors are added to errs; what was measured is returned.
-func runReplication(ctx context.Context, n, size int, stderr io.Writer, errs *[]string) *experiments.Replication {
+func runReplication(ctx context.Context, host localsvc.Host, n, size int, stderr io.Writer, errs *[]string) *experiments.Replication {
 	fmt.Fprintf(stderr, "reproduce: replication experiment (figure 6), %d messages per mode\n", n)
-	r, err := replicationRun(ctx, n, size, stderr)
+	r, err := replicationRun(ctx, host, n, size, stderr)
 	if r == nil {
 		r = &experiments.Replication{}
 	}
@@ -30,7 +31,7 @@ func runReplication(ctx context.Context, n, size int, stderr io.Writer, errs *[]
 	return r
 }
 
-func replicationRun(ctx context.Context, n, size int, stderr io.Writer) (*experiments.Replication, error) {
+func replicationRun(ctx context.Context, host localsvc.Host, n, size int, stderr io.Writer) (*experiments.Replication, error) {
 	repo, err := localsvc.RepoDir()
 	if err != nil {
 		return nil, err
@@ -44,15 +45,15 @@ func replicationRun(ctx context.Context, n, size int, stderr io.Writer) (*experi
 	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
 		return nil, err
 	}
-	port, err := localsvc.FreePort()
+	port, err := host.Port()
 	if err != nil {
 		return nil, err
 	}
-	zkSrv, err := localsvc.Start(ctx, "zookeeper", filepath.Join(tmp, "zookeeper"), port)
+	zkSrv, err := localsvc.StartOn(ctx, host, filepath.Join(repo, "scripts"), "zookeeper", filepath.Join(tmp, "zookeeper"), port)
 	if err != nil {
 		return nil, err
 	}
-	r, err := experiments.RunReplication(ctx, experiments.ReplicationConfig{Bin: bin, ZooKeeper: "127.0.0.1:" + strconv.Itoa(port),
+	r, err := experiments.RunReplication(ctx, experiments.ReplicationConfig{Bin: bin, ZooKeeper: net.JoinHostPort(host.Address(), strconv.Itoa(port)), Host: host,
 		Dir: filepath.Join(tmp, "brokers"), Messages: n, MessageSize: size, Profile: true,
 		Progress: func(s string) { fmt.Fprintln(stderr, "reproduce:", s) }})
 	return r, errors.Join(err, zkSrv.Stop())

@@ -92,7 +92,7 @@ func autoContainers(ctx context.Context, o options, logger *slog.Logger, progres
 }
 
 func newLocalProvider(o options, logger *slog.Logger) (provider, error) {
-	p, err := local.New(local.Options{Keep: o.keep, Log: logger})
+	p, err := local.New(local.Options{Keep: o.keep, Log: logger, Root: o.root, Host: o.host})
 	if err != nil {
 		return nil, err
 	}
