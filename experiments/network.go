@@ -176,6 +176,36 @@ func testName(t TestResult) string {
 	return t.System + " " + t.Test
 }
 
+// boundCell is the ratio table's "bounded by" cell: the loopback probes'
+// ceilings (ceilingNote), and over a link the link's ceilings for our
+// tests of the ratio first, since those bound what the run measured.
+func boundCell(s *Summary, r RatioResult) string {
+	probes := ceilingNote(s, r.Name)
+	n := s.network()
+	if !n.IsLink() {
+		return probes
+	}
+	var parts []string
+	for _, m := range []Measured{r.Of, r.Over} {
+		test := strings.TrimSuffix(m.Test, " (client send)")
+		if c, ok := n.Ceiling(test, m.Batch); ok && m.System == Ours && m.Value > 0 {
+			what := test
+			if test == "producer" {
+				what = fmt.Sprintf("batch-%d", m.Batch)
+			}
+			parts = append(parts, fmt.Sprintf("%s link ceiling %s msg/s, ours %.0f%% of it", what, commas(c.MsgPerS), 100*m.Value/c.MsgPerS))
+		}
+	}
+	cell := strings.Join(parts, "; ")
+	if probes != "" {
+		if cell != "" {
+			cell += "; "
+		}
+		cell += "loopback probes (not this run's path): " + probes
+	}
+	return cell
+}
+
 // probeCeiling is the loopback ceiling probe (ceiling_report.go) of this
 // run for one test of ours, if it ran.
 func probeCeiling(s *Summary, m Measured) (float64, bool) {

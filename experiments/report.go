@@ -107,7 +107,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		} else if !r.Holds {
 			holds = "**no**"
 		}
-		w("| %s | %s | %.2g | %.2f | %s | %s | %s |\n", r.Name, r.PaperText, r.PaperMin, r.Value, holds, ceilingNote(s, r.Name), s.network().Setup)
+		w("| %s | %s | %.2g | %.2f | %s | %s | %s |\n", r.Name, r.PaperText, r.PaperMin, r.Value, holds, boundCell(s, r), s.network().Setup)
 	}
 	if len(s.Ratios) == 0 {
 		w("| (no ratio: fewer than two systems or tests measured) | | | | | | |\n")
