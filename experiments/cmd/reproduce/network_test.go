@@ -151,11 +151,15 @@ func TestIntegration_LinkRunsLeaveNothing(t *testing.T) {
 			}
 		}
 	}
-	quick("first") // with the compression experiment, whose broker is on the server host too
-	quick("second", "--compression-messages", "0")
+	// The first with every other experiment, short (their brokers and
+	// figure 6's ZooKeeper start on the server host too), the others
+	// with the §5 tests alone.
+	quick("first", "--replication-messages", "100000", "--latency-seconds", "1s")
+	none := []string{"--compression-messages", "0", "--replication-messages", "0", "--latency-seconds", "0", "--ceiling=false"}
+	quick("second", none...)
 
 	// SIGINT in the middle of a long producer test.
-	cmd := exec.Command(bin, "--network", "1gbit", "--systems", "kafka", "--messages", "50000000", "-v", "--out", filepath.Join(t.TempDir(), "interrupted"))
+	cmd := exec.Command(bin, append([]string{"--network", "1gbit", "--systems", "kafka", "--messages", "50000000", "-v", "--out", filepath.Join(t.TempDir(), "interrupted")}, none...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +198,7 @@ func TestIntegration_LinkRunsLeaveNothing(t *testing.T) {
 	if !strings.Contains(log.String(), "stopping the run") {
 		t.Errorf("the parent did not pass the signal on:\n%s", log.String())
 	}
-	quick("after the interrupted one", "--compression-messages", "0")
+	quick("after the interrupted one", none...)
 }
 
 // Bad input stops before any server starts, with an error that says what
