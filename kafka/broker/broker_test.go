@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -403,5 +405,58 @@ func TestLogLinesNameTheirComponent(t *testing.T) {
 		if !strings.Contains(l, " component=") || strings.Contains(l, `msg="broker: `) || strings.Contains(l, `msg=broker:`) {
 			t.Errorf("line without a component, or with the old prefix: %s", l)
 		}
+	}
+}
+
+// A client that closes while its fetch is being answered (a consumer
+// closing with FetchAhead's next fetch in flight) makes the broker's write
+// fail with ECONNRESET or EPIPE. The client went away; the broker logs it
+// at debug level, as any client's close, and warns about nothing.
+func TestClientClosingDuringAFetchIsNoWarning(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		readHeader bool // read the answer's header first, so the close leaves bytes unread
+	}{
+		{"while the answer streams", true},
+		{"before the answer", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs brokertest.LogBuffer
+			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			tb := brokertest.Start(t, 0, brokertest.Options{Logger: logger})
+			cl := dial(t, tb.Addr())
+			set := messageSet(0, 4000, 1000) // 4 MB: more than the sockets' buffers hold
+			cl.produce("gone", 0, set)
+			cl.sync()
+			tb.Flush("gone", 0)
+			// A small receive buffer, so the broker is still sending when
+			// the client closes.
+			cl.c.(*net.TCPConn).SetReadBuffer(4 << 10)
+			cl.send(protocol.FetchRequest{Topic: "gone", Partition: 0, Offset: 0, MaxSize: int32(len(set))})
+			if c.readHeader {
+				var hdr [6]byte
+				cl.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				if _, err := io.ReadFull(cl.r, hdr[:]); err != nil {
+					t.Fatalf("read the fetch answer's header: %v", err)
+				}
+			}
+			cl.c.Close()
+			waitUntil(t, func() bool { return tb.Connections() == 0 })
+			if err := tb.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			out := logs.String()
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+					t.Errorf("a client's close was logged as: %s", l)
+				}
+			}
+			if !strings.Contains(out, `level=DEBUG msg="connection closed by client"`) {
+				t.Errorf("no debug line for the client's close:\n%s", out)
+			}
+			if c.readHeader && !strings.Contains(out, "connection reset by peer") && !strings.Contains(out, "broken pipe") {
+				t.Errorf("the close during the answer was not seen as a reset or a broken pipe:\n%s", out)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/log"
@@ -96,6 +97,11 @@ func (cn *conn) closing(err error) {
 	switch {
 	case err == io.EOF:
 		b.log.Debug("connection closed by client", "remote", cn.remote)
+	case clientGone(err):
+		// The client went away while we wrote to it (a consumer that
+		// closes with a fetch in flight) or reset the connection: its
+		// choice, not the broker's problem.
+		b.log.Debug("connection closed by client", "remote", cn.remote, "err", err)
 	case b.isClosing():
 		b.log.Debug("connection closed by shutdown", "remote", cn.remote)
 	case errors.Is(err, os.ErrDeadlineExceeded):
@@ -110,6 +116,13 @@ func (cn *conn) closing(err error) {
 			b.log.Warn("closing connection", "remote", cn.remote, "reason", err, "alsoClosedSinceLastLine", held)
 		}
 	}
+}
+
+// clientGone reports whether err says the peer closed or reset the
+// connection: EPIPE on a write after the client's close, ECONNRESET when
+// the client closed with bytes unread.
+func clientGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // armIdle pushes the read deadline connections.max.idle.ms into the
