@@ -6,13 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/kafkarepro/kafkarepro/kafka/sink"
 )
 
 // count is one callgrind run's result.
@@ -27,13 +27,13 @@ func callgrind(ctx context.Context, t *tree, work, path string, ops int) (count,
 	out := filepath.Join(work, fmt.Sprintf("callgrind.%s.%s.%d", t.side, strings.ReplaceAll(path, "/", "_"), ops))
 	cmd := t.command(ctx, path, ops, "valgrind", "--tool=callgrind", "--callgrind-out-file="+out)
 	// The paths that write to a sink get one running natively beside
-	// valgrind (kafka/internal/hotpath: sink).
-	sink, err := startSink(ctx, t)
+	// valgrind (package kafka/sink).
+	sk, err := sink.Start(ctx, t.bin)
 	if err != nil {
-		return count{}, err
+		return count{}, fmt.Errorf("perfcheck: %s: %w", t.side, err)
 	}
-	defer sink.stop()
-	cmd.Env = append(cmd.Env, "HOTPATH_SINK_ADDR="+sink.addr)
+	defer sk.Stop()
+	cmd.Env = append(cmd.Env, sink.AddrEnv+"="+sk.Addr)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -166,39 +166,4 @@ func countAll(ctx context.Context, cfg Config, trees map[string]*tree, paths []P
 		fmt.Fprintf(cfg.Log, "perf-check: %-24s %10.1f → %10.1f instructions/message\n", p.Path, p.Base.InstrPerMsg, p.Head.InstrPerMsg)
 	}
 	return nil
-}
-
-// sinkProc is a hot-path sink process (the test binary with HOTPATH_SINK=1).
-type sinkProc struct {
-	addr  string
-	cmd   *exec.Cmd
-	stdin io.Closer
-}
-
-func startSink(ctx context.Context, t *tree) (*sinkProc, error) {
-	cmd := exec.CommandContext(ctx, t.bin)
-	cmd.Env = append(os.Environ(), "HOTPATH_SINK=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("perfcheck: start a sink (%s): %w", t.side, err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		stdin.Close()
-		cmd.Wait()
-		return nil, fmt.Errorf("perfcheck: %s's sink printed no address: %w", t.side, err)
-	}
-	return &sinkProc{addr: strings.TrimSpace(line), cmd: cmd, stdin: stdin}, nil
-}
-
-func (s *sinkProc) stop() {
-	s.stdin.Close()
-	s.cmd.Wait()
 }

@@ -1,20 +1,16 @@
 package hotpath
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/sink"
 )
 
 // producerSend is the sync producer's Send of one batch: one PRODUCE
@@ -22,23 +18,23 @@ import (
 // drops the bytes, so the time and the allocations are the client's alone.
 type producerSend struct {
 	inMemory
-	sink  *sink
+	sink  *sink.Process // nil: a sink someone else runs
 	p     *producer.SyncProducer
 	batch [][]byte
 }
 
 func openSend(batch int) func(dir string) (Op, error) {
 	return func(string) (Op, error) {
-		s, err := newSink()
+		s, addr, err := startSink()
 		if err != nil {
 			return nil, err
 		}
 		cfg := producer.DefaultConfig()
-		cfg.BrokerList = "0:" + s.addr
+		cfg.BrokerList = "0:" + addr
 		cfg.Magic = message.MagicV0 // the paper's format, as §5 measures it
 		p, err := producer.NewSync(cfg)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("hotpath: producer for %s: %w", cfg.BrokerList, err), s.close())
+			return nil, errors.Join(fmt.Errorf("hotpath: producer for %s: %w", cfg.BrokerList, err), s.Stop())
 		}
 		o := &producerSend{sink: s, p: p, batch: make([][]byte, batch)}
 		for i := range o.batch {
@@ -59,97 +55,26 @@ func (o *producerSend) Do() error {
 	return nil
 }
 
-func (o *producerSend) Close() error { return errors.Join(o.p.Close(), o.sink.close()) }
+func (o *producerSend) Close() error { return errors.Join(o.p.Close(), o.sink.Stop()) }
 
-// sink is a process that accepts connections on 127.0.0.1 and discards
-// what they send: this binary again, started with HOTPATH_SINK=1 (see
-// init). It runs apart so that neither its reads nor its scheduling count
-// in the client's time, allocations or instructions. An instruction
-// counter starts the sink itself, outside valgrind (which follows only the
-// process it started and cannot run this one's fork), and names it in
-// HOTPATH_SINK_ADDR.
-type sink struct {
-	addr  string
-	cmd   *exec.Cmd // nil for a sink given by HOTPATH_SINK_ADDR
-	stdin io.Closer
-}
+func init() { sink.ServeIfAsked() }
 
-// sinkEnv is set in a sink process's environment; sinkAddrEnv names a
-// sink already running.
-const (
-	sinkEnv     = "HOTPATH_SINK"
-	sinkAddrEnv = "HOTPATH_SINK_ADDR"
-)
-
-func init() {
-	if os.Getenv(sinkEnv) == "1" {
-		if err := serveSink(); err != nil {
-			fmt.Fprintln(os.Stderr, "hotpath sink:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-}
-
-// serveSink is the sink process: it prints its address, discards what
-// every connection sends, and exits when its standard input closes (the
-// parent is done or gone).
-func serveSink() error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	fmt.Println(ln.Addr())
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go io.Copy(io.Discard, c)
-		}
-	}()
-	_, err = io.Copy(io.Discard, os.Stdin)
-	return err
-}
-
-func newSink() (*sink, error) {
-	if addr := os.Getenv(sinkAddrEnv); addr != "" {
-		return &sink{addr: addr}, nil
+// startSink starts the sink the producer paths write to (package sink):
+// this binary again; nil and the address for one an instruction counter
+// started itself and named in sink.AddrEnv.
+func startSink() (*sink.Process, string, error) {
+	if addr := os.Getenv(sink.AddrEnv); addr != "" {
+		return nil, addr, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("hotpath: find this binary to start a sink: %w", err)
+		return nil, "", fmt.Errorf("hotpath: find this binary to start a sink: %w", err)
 	}
-	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), sinkEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	p, err := sink.Start(context.Background(), self)
 	if err != nil {
-		return nil, err
+		return nil, "", fmt.Errorf("hotpath: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("hotpath: start a sink: %w", err)
-	}
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		stdin.Close()
-		cmd.Wait()
-		return nil, fmt.Errorf("hotpath: the sink said no address: %w", err)
-	}
-	return &sink{addr: strings.TrimSpace(addr), cmd: cmd, stdin: stdin}, nil
-}
-
-func (s *sink) close() error {
-	if s.cmd == nil {
-		return nil
-	}
-	s.stdin.Close()
-	return s.cmd.Wait()
+	return p, p.Addr, nil
 }
 
 // consumerIterate is the consumer application's loop: PartitionIterator
