@@ -264,14 +264,15 @@ var configDefaults = map[string]any{
 	"consumer.GroupConfig": consumer.DefaultGroupConfig(),
 }
 
-// readers says where the code names the properties of each configuration: the keys of a map literal (var
-// name) or the cases of a switch (func name) in a package directory. log.Config is filled from
-// server.properties by the broker.
+// readers says where the code names the properties of each configuration: the string keys of the map
+// literals in a function or method (each configuration's fields method, a table of properties.Field), the
+// cases of a switch in it, or the keys of a map literal (var name), in a package directory. log.Config is
+// filled from server.properties by the broker.
 var readers = map[string][2]string{
-	"broker.Config":        {"kafka/broker", "setters"},
-	"log.Config":           {"kafka/broker", "setters"},
-	"producer.Config":      {"kafka/producer", "ConfigFromProperties"},
-	"consumer.GroupConfig": {"kafka/consumer", "GroupConfigFromProperties"},
+	"broker.Config":        {"kafka/broker", "fields"},
+	"log.Config":           {"kafka/broker", "fields"},
+	"producer.Config":      {"kafka/producer", "fields"},
+	"consumer.GroupConfig": {"kafka/consumer", "fields"},
 }
 
 // TestSettingsTables checks the settings tables of docs/PROTOCOL.md against the code: every property the code
@@ -424,13 +425,22 @@ func propertyNames(t *testing.T, r *repo, dir, name string) map[string]bool {
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
-				if d.Name.Name != name || d.Recv != nil {
+				if d.Name.Name != name {
 					continue
 				}
 				ast.Inspect(d.Body, func(n ast.Node) bool {
-					if cc, ok := n.(*ast.CaseClause); ok {
-						for _, e := range cc.List {
+					switch n := n.(type) {
+					case *ast.CaseClause:
+						for _, e := range n.List {
 							str(e)
+						}
+					case *ast.CompositeLit:
+						if _, ok := n.Type.(*ast.MapType); ok {
+							for _, e := range n.Elts {
+								if kv, ok := e.(*ast.KeyValueExpr); ok {
+									str(kv.Key)
+								}
+							}
 						}
 					}
 					return true

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"runtime"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/log"
+	"github.com/kafkarepro/kafkarepro/kafka/properties"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
 )
 
@@ -142,13 +142,12 @@ func (c Config) LogConfig() log.Config {
 // or is out of range is an error naming the key, the value and the file.
 func LoadConfig(path string, overrides map[string]string) (Config, error) {
 	cfg := DefaultConfig()
-	var props []property
+	var props []properties.Property
 	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
+		var err error
+		if props, err = properties.ReadFile(path); err != nil {
 			return cfg, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		props = parseProperties(string(data))
 	}
 	keys := make([]string, 0, len(overrides))
 	for k := range overrides {
@@ -156,26 +155,20 @@ func LoadConfig(path string, overrides map[string]string) (Config, error) {
 	}
 	sort.Strings(keys) // deterministic error messages
 	for _, k := range keys {
-		props = append(props, property{key: k, value: overrides[k], line: -1})
+		props = append(props, properties.Property{Key: k, Value: overrides[k], Line: -1})
 	}
+	fields := cfg.fields()
 	for _, p := range props {
-		set, ok := setters[p.key]
-		if !ok {
-			slog.Warn("unknown server.properties key ignored", "component", "broker", "key", p.key, "value", p.value, "where", where(path, p.line))
+		known, err := properties.Set(fields, p.Key, p.Value)
+		if !known {
+			slog.Warn("unknown server.properties key ignored", "component", "broker", "key", p.Key, "value", p.Value, "where", p.Where(path))
 			continue
 		}
-		if err := set(&cfg, strings.TrimSpace(p.value)); err != nil {
-			return cfg, fmt.Errorf("%w: %s=%q (%s): %v", ErrConfig, p.key, p.value, where(path, p.line), err)
+		if err != nil {
+			return cfg, fmt.Errorf("%w: %s=%q (%s): %v", ErrConfig, p.Key, p.Value, p.Where(path), err)
 		}
 	}
 	return cfg, cfg.Validate()
-}
-
-func where(path string, line int) string {
-	if line < 0 {
-		return "override"
-	}
-	return fmt.Sprintf("%s:%d", path, line)
 }
 
 // Validate checks the values that have limits.
@@ -232,81 +225,47 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// setters maps each known key to the function that parses its value.
-var setters = map[string]func(*Config, string) error{
-	"brokerid":                      intSetter(func(c *Config) *int { return &c.BrokerID }),
-	"hostname":                      func(c *Config, v string) error { c.Hostname = v; return nil },
-	"port":                          intSetter(func(c *Config) *int { return &c.Port }),
-	"log.dir":                       func(c *Config, v string) error { c.LogDir = v; return nil },
-	"num.partitions":                intSetter(func(c *Config) *int { return &c.NumPartitions }),
-	"topic.partition.count.map":     parseTopicPartitions,
-	"log.file.size":                 int64Setter(func(c *Config) *int64 { return &c.LogFileSize }),
-	"log.flush.interval":            intSetter(func(c *Config) *int { return &c.FlushInterval }),
-	"log.default.flush.interval.ms": intSetter(func(c *Config) *int { return &c.FlushIntervalMs }),
-	"log.retention.hours":           intSetter(func(c *Config) *int { return &c.RetentionHours }),
-	"log.retention.size":            int64Setter(func(c *Config) *int64 { return &c.RetentionSize }),
-	"log.cleanup.interval.mins":     intSetter(func(c *Config) *int { return &c.CleanupIntervalMins }),
-	"socket.send.buffer":            intSetter(func(c *Config) *int { return &c.SocketSendBuffer }),
-	"socket.receive.buffer":         intSetter(func(c *Config) *int { return &c.SocketReceiveBuffer }),
-	"max.socket.request.bytes":      intSetter(func(c *Config) *int { return &c.MaxRequestBytes }),
-	"num.threads":                   intSetter(func(c *Config) *int { return &c.NumThreads }),
-	"queued.max.request.bytes":      int64Setter(func(c *Config) *int64 { return &c.QueuedMaxRequestBytes }),
-	"connections.max.idle.ms":       intSetter(func(c *Config) *int { return &c.ConnectionsMaxIdleMs }),
-	"max.connections.per.ip":        intSetter(func(c *Config) *int { return &c.MaxConnectionsPerIP }),
-	"max.connections":               intSetter(func(c *Config) *int { return &c.MaxConnections }),
-	"enable.zookeeper": func(c *Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		c.EnableZooKeeper = b
-		return err
-	},
-	"zk.connect":                                    func(c *Config, v string) error { c.ZKConnect = v; return nil },
-	"default.replication.factor":                    intSetter(func(c *Config) *int { return &c.DefaultReplicationFactor }),
-	"num.replica.fetchers":                          intSetter(func(c *Config) *int { return &c.NumReplicaFetchers }),
-	"replica.fetch.max.bytes":                       intSetter(func(c *Config) *int { return &c.ReplicaFetchMaxBytes }),
-	"replica.fetch.wait.max.ms":                     intSetter(func(c *Config) *int { return &c.ReplicaFetchWaitMaxMs }),
-	"replica.fetch.min.bytes":                       intSetter(func(c *Config) *int { return &c.ReplicaFetchMinBytes }),
-	"replica.lag.time.max.ms":                       intSetter(func(c *Config) *int { return &c.ReplicaLagTimeMaxMs }),
-	"replica.lag.max.messages":                      intSetter(func(c *Config) *int { return &c.ReplicaLagMaxMessages }),
-	"replica.high.watermark.checkpoint.interval.ms": intSetter(func(c *Config) *int { return &c.ReplicaHWCheckpointMs }),
-	"controller.socket.timeout.ms":                  intSetter(func(c *Config) *int { return &c.ControllerSocketTimeoutMs }),
-	"auto.leader.rebalance.enable":                  boolSetter(func(c *Config) *bool { return &c.AutoLeaderRebalance }),
-	"leader.imbalance.check.interval.seconds":       intSetter(func(c *Config) *int { return &c.LeaderImbalanceCheckSeconds }),
-	"unclean.leader.election.enable":                boolSetter(func(c *Config) *bool { return &c.UncleanLeaderElection }),
-	"min.insync.replicas":                           intSetter(func(c *Config) *int { return &c.MinInsyncReplicas }),
-	"zk.connectiontimeout.ms":                       intSetter(func(c *Config) *int { return &c.ZKConnectionTimeout }),
-	"zk.sessiontimeout.ms":                          intSetter(func(c *Config) *int { return &c.ZKSessionTimeout }),
-}
-
-func intSetter(field func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("not an integer")
-		}
-		*field(c) = n
-		return nil
-	}
-}
-
-func boolSetter(field func(*Config) *bool) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("not true or false")
-		}
-		*field(c) = b
-		return nil
-	}
-}
-
-func int64Setter(field func(*Config) *int64) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("not an integer")
-		}
-		*field(c) = n
-		return nil
+// fields maps each property name of server.properties to the field of c it
+// sets.
+func (c *Config) fields() map[string]properties.Field {
+	return map[string]properties.Field{
+		"brokerid":                                      properties.Int(&c.BrokerID),
+		"hostname":                                      properties.String(&c.Hostname),
+		"port":                                          properties.Int(&c.Port),
+		"log.dir":                                       properties.String(&c.LogDir),
+		"num.partitions":                                properties.Int(&c.NumPartitions),
+		"topic.partition.count.map":                     func(v string) error { return parseTopicPartitions(c, v) },
+		"log.file.size":                                 properties.Int64(&c.LogFileSize),
+		"log.flush.interval":                            properties.Int(&c.FlushInterval),
+		"log.default.flush.interval.ms":                 properties.Int(&c.FlushIntervalMs),
+		"log.retention.hours":                           properties.Int(&c.RetentionHours),
+		"log.retention.size":                            properties.Int64(&c.RetentionSize),
+		"log.cleanup.interval.mins":                     properties.Int(&c.CleanupIntervalMins),
+		"socket.send.buffer":                            properties.Int(&c.SocketSendBuffer),
+		"socket.receive.buffer":                         properties.Int(&c.SocketReceiveBuffer),
+		"max.socket.request.bytes":                      properties.Int(&c.MaxRequestBytes),
+		"num.threads":                                   properties.Int(&c.NumThreads),
+		"queued.max.request.bytes":                      properties.Int64(&c.QueuedMaxRequestBytes),
+		"connections.max.idle.ms":                       properties.Int(&c.ConnectionsMaxIdleMs),
+		"max.connections.per.ip":                        properties.Int(&c.MaxConnectionsPerIP),
+		"max.connections":                               properties.Int(&c.MaxConnections),
+		"enable.zookeeper":                              properties.Bool(&c.EnableZooKeeper),
+		"zk.connect":                                    properties.String(&c.ZKConnect),
+		"default.replication.factor":                    properties.Int(&c.DefaultReplicationFactor),
+		"num.replica.fetchers":                          properties.Int(&c.NumReplicaFetchers),
+		"replica.fetch.max.bytes":                       properties.Int(&c.ReplicaFetchMaxBytes),
+		"replica.fetch.wait.max.ms":                     properties.Int(&c.ReplicaFetchWaitMaxMs),
+		"replica.fetch.min.bytes":                       properties.Int(&c.ReplicaFetchMinBytes),
+		"replica.lag.time.max.ms":                       properties.Int(&c.ReplicaLagTimeMaxMs),
+		"replica.lag.max.messages":                      properties.Int(&c.ReplicaLagMaxMessages),
+		"replica.high.watermark.checkpoint.interval.ms": properties.Int(&c.ReplicaHWCheckpointMs),
+		"controller.socket.timeout.ms":                  properties.Int(&c.ControllerSocketTimeoutMs),
+		"auto.leader.rebalance.enable":                  properties.Bool(&c.AutoLeaderRebalance),
+		"leader.imbalance.check.interval.seconds":       properties.Int(&c.LeaderImbalanceCheckSeconds),
+		"unclean.leader.election.enable":                properties.Bool(&c.UncleanLeaderElection),
+		"min.insync.replicas":                           properties.Int(&c.MinInsyncReplicas),
+		"zk.connectiontimeout.ms":                       properties.Int(&c.ZKConnectionTimeout),
+		"zk.sessiontimeout.ms":                          properties.Int(&c.ZKSessionTimeout),
 	}
 }
 

@@ -120,15 +120,3 @@ func TestResourceLimitValues(t *testing.T) {
 		t.Fatalf("%+v, %v", cfg, err)
 	}
 }
-
-func TestParseProperties(t *testing.T) {
-	props := parseProperties("a=1\r\n  b : two words \nc\\=d=e\\tf\n\\\n\nkey\\u0041=x\ncont=1,\\\n  2,\\\n  3\nempty\n")
-	got := map[string]string{}
-	for _, p := range props {
-		got[p.key] = p.value
-	}
-	want := map[string]string{"a": "1", "b": "two words ", "c=d": "e\tf", "keyA": "x", "cont": "1,2,3", "empty": ""}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %q\nwant %q", got, want)
-	}
-}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kafkarepro/kafkarepro/kafka/properties"
 )
 
 // GroupConfig holds the high-level (group) consumer's settings under their Kafka 0.7 property names.
@@ -82,52 +84,35 @@ func DefaultGroupConfig() GroupConfig {
 // Unknown keys are ignored, as 0.7 did.
 func GroupConfigFromProperties(props map[string]string) (GroupConfig, error) {
 	cfg := DefaultGroupConfig()
-	ms := func(v string) (time.Duration, error) {
-		n, err := strconv.Atoi(v)
-		return time.Duration(n) * time.Millisecond, err
-	}
+	fields := cfg.fields()
 	for k, v := range props {
-		v = strings.TrimSpace(v)
-		var err error
-		switch k {
-		case "groupid":
-			cfg.GroupID = v
-		case "consumerid":
-			cfg.ConsumerID = v
-		case "zk.connect":
-			cfg.ZkConnect = v
-		case "zk.sessiontimeout.ms":
-			cfg.ZkSessionTimeout, err = ms(v)
-		case "zk.connectiontimeout.ms":
-			cfg.ZkConnectionTimeout, err = ms(v)
-		case "zk.synctime.ms":
-			cfg.ZkSyncTime, err = ms(v)
-		case "fetch.size":
-			cfg.FetchSize, err = strconv.Atoi(v)
-		case "fetcher.backoff.ms":
-			cfg.FetcherBackoff, err = ms(v)
-		case "autocommit.enable":
-			cfg.AutoCommitEnable, err = strconv.ParseBool(v)
-		case "autocommit.interval.ms":
-			cfg.AutoCommitInterval, err = ms(v)
-		case "autooffset.reset":
-			cfg.AutoOffsetReset = v
-		case "consumer.timeout.ms":
-			cfg.ConsumerTimeoutMs, err = strconv.Atoi(v)
-		case "rebalance.retries.max":
-			cfg.RebalanceRetriesMax, err = strconv.Atoi(v)
-		case "rebalance.backoff.ms":
-			cfg.RebalanceBackoff, err = ms(v)
-		case "queuedchunks.max":
-			cfg.QueuedChunksMax, err = strconv.Atoi(v)
-		case "socket.timeout.ms":
-			cfg.SocketTimeout, err = ms(v)
-		}
-		if err != nil {
+		if _, err := properties.Set(fields, k, v); err != nil {
 			return cfg, fmt.Errorf("%w: %s=%q: %v", ErrBadGroupConfig, k, v, err)
 		}
 	}
 	return cfg, cfg.validate()
+}
+
+// fields maps each consumer property name to the field of c it sets.
+func (c *GroupConfig) fields() map[string]properties.Field {
+	return map[string]properties.Field{
+		"groupid":                 properties.String(&c.GroupID),
+		"consumerid":              properties.String(&c.ConsumerID),
+		"zk.connect":              properties.String(&c.ZkConnect),
+		"zk.sessiontimeout.ms":    properties.Millis(&c.ZkSessionTimeout),
+		"zk.connectiontimeout.ms": properties.Millis(&c.ZkConnectionTimeout),
+		"zk.synctime.ms":          properties.Millis(&c.ZkSyncTime),
+		"fetch.size":              properties.Int(&c.FetchSize),
+		"fetcher.backoff.ms":      properties.Millis(&c.FetcherBackoff),
+		"autocommit.enable":       properties.Bool(&c.AutoCommitEnable),
+		"autocommit.interval.ms":  properties.Millis(&c.AutoCommitInterval),
+		"autooffset.reset":        properties.String(&c.AutoOffsetReset),
+		"consumer.timeout.ms":     properties.Int(&c.ConsumerTimeoutMs),
+		"rebalance.retries.max":   properties.Int(&c.RebalanceRetriesMax),
+		"rebalance.backoff.ms":    properties.Millis(&c.RebalanceBackoff),
+		"queuedchunks.max":        properties.Int(&c.QueuedChunksMax),
+		"socket.timeout.ms":       properties.Millis(&c.SocketTimeout),
+	}
 }
 
 // rebalanceBackoff is rebalance.backoff.ms, defaulting to zk.synctime.ms.

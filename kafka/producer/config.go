@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/properties"
 )
 
 // Config holds the producer settings under their Kafka 0.7 property names.
@@ -119,78 +120,66 @@ func (c *Config) compresses(topic string) bool {
 // no meaning for []byte messages) are ignored.
 func ConfigFromProperties(props map[string]string) (Config, error) {
 	cfg := DefaultConfig()
+	fields := cfg.fields()
 	for k, v := range props {
-		v = strings.TrimSpace(v)
-		var err error
-		switch k {
-		case "broker.list":
-			cfg.BrokerList = v
-		case "zk.connect":
-			cfg.ZkConnect = v
-		case "producer.type":
-			cfg.ProducerType = v
-		case "batch.size":
-			cfg.BatchSize, err = strconv.Atoi(v)
-		case "queue.size":
-			cfg.QueueSize, err = strconv.Atoi(v)
-		case "queue.time":
-			var ms int
-			ms, err = strconv.Atoi(v)
-			cfg.QueueTime = time.Duration(ms) * time.Millisecond
-		case "queue.enqueueTimeout.ms":
-			cfg.EnqueueTimeoutMs, err = strconv.Atoi(v)
-		case "compression.codec":
-			var c int
-			c, err = strconv.Atoi(v)
-			cfg.Compression = message.Codec(c)
-		case "compressed.topics":
-			cfg.CompressedTopics = nil
-			for _, t := range strings.Split(v, ",") {
-				if t = strings.TrimSpace(t); t != "" {
-					cfg.CompressedTopics = append(cfg.CompressedTopics, t)
-				}
-			}
-		case "message.magic":
-			var m int
-			m, err = strconv.Atoi(v)
-			cfg.Magic = byte(m)
-			if m != 0 && m != 1 {
-				err = ErrBadConfig
-			}
-		case "connect.timeout.ms":
-			var ms int
-			ms, err = strconv.Atoi(v)
-			cfg.ConnectTimeout = time.Duration(ms) * time.Millisecond
-		case "buffer.size":
-			cfg.SocketBufferSize, err = strconv.Atoi(v)
-		case "max.message.size":
-			cfg.MaxMessageSize, err = strconv.Atoi(v)
-		case "metadata.broker.list":
-			cfg.MetadataBrokerList = v
-		case "request.required.acks":
-			var a int
-			a, err = strconv.Atoi(v)
-			cfg.RequiredAcks = int16(a)
-		case "request.timeout.ms":
-			var ms int
-			ms, err = strconv.Atoi(v)
-			cfg.RequestTimeout = time.Duration(ms) * time.Millisecond
-		case "message.send.max.retries":
-			cfg.MessageSendMaxRetries, err = strconv.Atoi(v)
-		case "retry.backoff.ms":
-			var ms int
-			ms, err = strconv.Atoi(v)
-			cfg.RetryBackoff = time.Duration(ms) * time.Millisecond
-		case "topic.metadata.refresh.interval.ms":
-			var ms int
-			ms, err = strconv.Atoi(v)
-			cfg.MetadataRefreshInterval = time.Duration(ms) * time.Millisecond
-		}
-		if err != nil {
-			return cfg, fmt.Errorf("producer: property %s=%q: %w", k, v, ErrBadConfig)
+		if _, err := properties.Set(fields, k, v); err != nil {
+			return cfg, fmt.Errorf("producer: property %s=%q: %w (%v)", k, v, ErrBadConfig, err)
 		}
 	}
 	return cfg, cfg.Validate()
+}
+
+// fields maps each producer property name to the field of c it sets.
+func (c *Config) fields() map[string]properties.Field {
+	return map[string]properties.Field{
+		"broker.list":             properties.String(&c.BrokerList),
+		"zk.connect":              properties.String(&c.ZkConnect),
+		"producer.type":           properties.String(&c.ProducerType),
+		"batch.size":              properties.Int(&c.BatchSize),
+		"queue.size":              properties.Int(&c.QueueSize),
+		"queue.time":              properties.Millis(&c.QueueTime),
+		"queue.enqueueTimeout.ms": properties.Int(&c.EnqueueTimeoutMs),
+		"compression.codec": func(v string) error {
+			var n int
+			err := properties.Int(&n)(v)
+			c.Compression = message.Codec(n)
+			return err
+		},
+		"compressed.topics": func(v string) error {
+			c.CompressedTopics = nil
+			for _, t := range strings.Split(v, ",") {
+				if t = strings.TrimSpace(t); t != "" {
+					c.CompressedTopics = append(c.CompressedTopics, t)
+				}
+			}
+			return nil
+		},
+		"message.magic": func(v string) error {
+			var n int
+			if err := properties.Int(&n)(v); err != nil {
+				return err
+			}
+			if n != 0 && n != 1 {
+				return fmt.Errorf("%w: the message format is 0 or 1", properties.ErrValue)
+			}
+			c.Magic = byte(n)
+			return nil
+		},
+		"connect.timeout.ms":   properties.Millis(&c.ConnectTimeout),
+		"buffer.size":          properties.Int(&c.SocketBufferSize),
+		"max.message.size":     properties.Int(&c.MaxMessageSize),
+		"metadata.broker.list": properties.String(&c.MetadataBrokerList),
+		"request.required.acks": func(v string) error {
+			var n int
+			err := properties.Int(&n)(v)
+			c.RequiredAcks = int16(n)
+			return err
+		},
+		"request.timeout.ms":                 properties.Millis(&c.RequestTimeout),
+		"message.send.max.retries":           properties.Int(&c.MessageSendMaxRetries),
+		"retry.backoff.ms":                   properties.Millis(&c.RetryBackoff),
+		"topic.metadata.refresh.interval.ms": properties.Millis(&c.MetadataRefreshInterval),
+	}
 }
 
 // Validate checks the settings that can be checked without the network.

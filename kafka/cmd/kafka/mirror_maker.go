@@ -9,10 +9,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kafkarepro/kafkarepro/kafka/broker"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/mirror"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/properties"
 )
 
 func init() {
@@ -57,7 +57,7 @@ func mirrorMaker(args []string, std stdio) error {
 	cfg := mirror.Config{Whitelist: *whitelist, Blacklist: *blacklist, NumStreams: *streams, NumProducers: *producers,
 		Logger: slog.New(slog.NewTextHandler(std.Err, nil))}
 	for _, f := range consumers {
-		props, err := broker.LoadProperties(f)
+		props, err := properties.Load(f)
 		if err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ func mirrorMaker(args []string, std stdio) error {
 		}
 		cfg.Sources = append(cfg.Sources, gc)
 	}
-	props, err := broker.LoadProperties(*producerConfig)
+	props, err := properties.Load(*producerConfig)
 	if err != nil {
 		return err
 	}

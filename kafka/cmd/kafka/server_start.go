@@ -14,6 +14,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/mirror"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/properties"
 )
 
 func init() {
@@ -138,7 +139,7 @@ var newRegistrar func(cfg broker.Config) (broker.Registrar, error)
 // comma lists; regular expressions work too), with
 // mirror.consumer.numthreads streams per topic (1).
 func embeddedMirror(path string, cfg broker.Config, addr string, logger *slog.Logger) (*mirror.Maker, error) {
-	props, err := broker.LoadProperties(path)
+	props, err := properties.Load(path)
 	if err != nil {
 		return nil, err
 	}

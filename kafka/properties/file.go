@@ -1,4 +1,16 @@
-package broker
+// Package properties reads Kafka 0.7's configuration files and sets typed
+// fields from its property names. The broker (server.properties), the
+// producer (producer.config) and the consumers (consumer.config) all read the
+// same format and the same kinds of value, so one reader and one set of value
+// parsers serve them all; each configuration keeps only its table of names
+// (docs/PROTOCOL.md lists them with their defaults: the broker's in §3 and
+// §8, the consumer's in §6, the producer's in §7, replication's in §10).
+//
+// The file format is java.util.Properties, which 0.7's files are: one key and
+// value per logical line, separated by '=', ':' or whitespace; '#' and '!'
+// start comment lines; a line ending in an odd number of backslashes continues
+// on the next one; and \t \n \r \f \uXXXX and \<char> escapes are decoded.
+package properties
 
 import (
 	"fmt"
@@ -6,39 +18,53 @@ import (
 	"strings"
 )
 
-// LoadProperties reads a Java properties file (the format of parseProperties)
-// into a map, a later key overriding an earlier one. The clients' config
-// files (consumer.config, producer.config of the mirror maker) are read with
-// it.
-func LoadProperties(path string) (map[string]string, error) {
+// Property is one key = value pair of a properties file; Line is where it
+// started (1-based), or -1 for a value that did not come from a file (an
+// override given on the command line).
+type Property struct {
+	Key, Value string
+	Line       int
+}
+
+// Where says where p came from, for an error message: "path:line" or
+// "override".
+func (p Property) Where(path string) string {
+	if p.Line < 0 {
+		return "override"
+	}
+	return fmt.Sprintf("%s:%d", path, p.Line)
+}
+
+// ReadFile reads a properties file into its pairs, in file order.
+func ReadFile(path string) ([]Property, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("broker: properties file: %w", err)
+		return nil, fmt.Errorf("properties: %w", err)
 	}
-	out := map[string]string{}
-	for _, p := range parseProperties(string(data)) {
-		out[p.key] = p.value
+	return Parse(string(data)), nil
+}
+
+// Load reads a properties file into a map, a later key overriding an earlier
+// one.
+func Load(path string) (map[string]string, error) {
+	props, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(props))
+	for _, p := range props {
+		out[p.Key] = p.Value
 	}
 	return out, nil
 }
 
-// property is one key = value pair of a properties file; line is where it
-// started (1-based).
-type property struct {
-	key, value string
-	line       int
-}
-
-// parseProperties reads the format of java.util.Properties, which is what
-// Kafka 0.7's server.properties is: one key and value per logical line,
-// separated by '=', ':' or whitespace; '#' and '!' start comment lines; a line
-// ending in an odd number of backslashes continues on the next one; and
-// \t \n \r \f \uXXXX and \<char> escapes are decoded.
-func parseProperties(text string) []property {
+// Parse splits the text of a properties file into its pairs, in order (see
+// the package doc for the format).
+func Parse(text string) []Property {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\r", "\n")
 	lines := strings.Split(text, "\n")
-	var props []property
+	var props []Property
 	for i := 0; i < len(lines); i++ {
 		start := i + 1
 		line := strings.TrimLeft(lines[i], " \t\f")
@@ -57,7 +83,7 @@ func parseProperties(text string) []property {
 			continue
 		}
 		key, value := splitProperty(line)
-		props = append(props, property{key: unescape(key), value: unescape(value), line: start})
+		props = append(props, Property{Key: unescape(key), Value: unescape(value), Line: start})
 	}
 	return props
 }

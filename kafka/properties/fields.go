@@ -1,0 +1,89 @@
+package properties
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrValue: a property's value does not parse as its field's type.
+var ErrValue = errors.New("properties: bad value")
+
+// A Field sets one configuration field from a property's value (already
+// trimmed of surrounding whitespace). A configuration describes itself as a
+// map from its 0.7 property names to Fields bound to its own fields:
+//
+//	func (c *Config) fields() map[string]properties.Field {
+//		return map[string]properties.Field{
+//			"batch.size": properties.Int(&c.BatchSize),
+//			"queue.time": properties.Millis(&c.QueueTime),
+//		}
+//	}
+type Field func(value string) error
+
+// Int sets *p from a decimal integer.
+func Int(p *int) Field {
+	return func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%w: not an integer", ErrValue)
+		}
+		*p = n
+		return nil
+	}
+}
+
+// Int64 sets *p from a decimal integer.
+func Int64(p *int64) Field {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: not an integer", ErrValue)
+		}
+		*p = n
+		return nil
+	}
+}
+
+// Bool sets *p from true or false (as strconv.ParseBool reads them).
+func Bool(p *bool) Field {
+	return func(v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: not true or false", ErrValue)
+		}
+		*p = b
+		return nil
+	}
+}
+
+// String sets *p to the value as it is.
+func String(p *string) Field {
+	return func(v string) error { *p = v; return nil }
+}
+
+// Millis sets *p from a whole number of milliseconds (0.7's "….ms" names).
+func Millis(p *time.Duration) Field {
+	return func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%w: not a whole number of milliseconds", ErrValue)
+		}
+		*p = time.Duration(n) * time.Millisecond
+		return nil
+	}
+}
+
+// Set applies one property to fields: known says whether the name is one of
+// theirs (0.7 ignored unknown names, and so do the callers, each in its own
+// way); err says why the value was refused. Surrounding whitespace is
+// trimmed first.
+func Set(fields map[string]Field, key, value string) (known bool, err error) {
+	f, ok := fields[key]
+	if !ok {
+		return false, nil
+	}
+	return true, f(strings.TrimSpace(value))
+}
