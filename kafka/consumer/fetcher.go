@@ -4,38 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
-
-// brokerInfo is a live broker as /brokers/ids/<id> describes it ("<creator>:<host>:<port>", docs/PROTOCOL.md §5).
-type brokerInfo struct {
-	id   int
-	host string
-	port int
-}
-
-func (b brokerInfo) addr() string { return net.JoinHostPort(b.host, strconv.Itoa(b.port)) }
-
-// parseBrokerInfo reads the data of /brokers/ids/<id>. The creator part ("<host>-<ms>") may itself hold
-// colons, so host and port are taken from the right.
-func parseBrokerInfo(id int, data string) (brokerInfo, error) {
-	j := strings.LastIndexByte(data, ':')
-	if j < 0 {
-		return brokerInfo{}, fmt.Errorf("consumer: broker %d registered as %q: want <creator>:<host>:<port>", id, data)
-	}
-	i := strings.LastIndexByte(data[:j], ':')
-	port, err := strconv.Atoi(data[j+1:])
-	if i < 0 || err != nil || port <= 0 || port > 65535 || j == i+1 {
-		return brokerInfo{}, fmt.Errorf("consumer: broker %d registered as %q: want <creator>:<host>:<port>", id, data)
-	}
-	return brokerInfo{id: id, host: data[i+1 : j], port: port}, nil
-}
 
 // fetcher pulls every partition this consumer owns on one broker, the paper's "thread to pull data from each
 // owned partition" (§3.2) done as one goroutine per broker, as 0.7 did: each round is one MULTIFETCH asking
@@ -43,7 +17,7 @@ func parseBrokerInfo(id int, data string) (brokerInfo, error) {
 // the stream that owns the partition. A round that brings nothing is followed by a pause of
 // fetcher.backoff.ms; a full stream queue blocks the fetcher, which is the back-pressure of a pull system.
 type fetcher struct {
-	broker  brokerInfo
+	broker  zk.Broker
 	parts   []*ownedPartition
 	gen     uint64
 	cfg     GroupConfig
@@ -58,8 +32,8 @@ type fetcher struct {
 	onLeaderLost func()
 }
 
-func newFetcher(b brokerInfo, parts []*ownedPartition, gen uint64, cfg GroupConfig, lg *slog.Logger) *fetcher {
-	return &fetcher{broker: b, parts: parts, gen: gen, cfg: cfg, log: lg.With("broker", b.id, "addr", b.addr()),
+func newFetcher(b zk.Broker, parts []*ownedPartition, gen uint64, cfg GroupConfig, lg *slog.Logger) *fetcher {
+	return &fetcher{broker: b, parts: parts, gen: gen, cfg: cfg, log: lg.With("broker", b.ID, "addr", b.Addr()),
 		stop: make(chan struct{}), done: make(chan struct{}), stalled: map[*ownedPartition]bool{}}
 }
 
@@ -77,7 +51,7 @@ func (f *fetcher) sleep(d time.Duration) bool {
 
 func (f *fetcher) run() {
 	defer close(f.done)
-	sc := NewSimpleConsumer(f.broker.addr(), f.cfg.SocketTimeout)
+	sc := NewSimpleConsumer(f.broker.Addr(), f.cfg.SocketTimeout)
 	defer sc.Close()
 	failures := 0
 	for {
@@ -138,7 +112,7 @@ func (f *fetcher) round(sc *SimpleConsumer) (got int, err error) {
 		if valid == 0 {
 			if serr != nil {
 				f.report(p, fmt.Errorf("consumer: %s/%s at offset %d on broker %d: %w",
-					p.topic, p.name, p.fetchOffset, f.broker.id, serr))
+					p.topic, p.name, p.fetchOffset, f.broker.ID, serr))
 			}
 			continue
 		}
@@ -173,7 +147,7 @@ func (f *fetcher) partitionError(p *ownedPartition, err error) {
 	case p.replicated && (errors.Is(err, protocol.ErrNotLeaderForPartition) || errors.Is(err, protocol.ErrLeaderNotAvailable) ||
 		errors.Is(err, protocol.ErrUnknownTopicOrPartition)):
 		// docs/PROTOCOL.md §10: the leader moved; the group lays its fetchers out again from the metadata.
-		f.log.Info("leader moved; looking it up again", "topic", p.topic, "partition", p.name, "broker", f.broker.id, "err", err)
+		f.log.Info("leader moved; looking it up again", "topic", p.topic, "partition", p.name, "broker", f.broker.ID, "err", err)
 		f.stalled[p] = true
 		if f.onLeaderLost != nil {
 			f.onLeaderLost()

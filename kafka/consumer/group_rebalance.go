@@ -17,7 +17,7 @@ import (
 // registryView is what one rebalance attempt reads from ZooKeeper: the live brokers, each subscribed topic's
 // partitions (P_T) and the stream ids of the group's consumers subscribed to it (C_T).
 type registryView struct {
-	brokers    map[int]brokerInfo
+	brokers    map[int]zk.Broker
 	partitions map[string][]string // topic → "<brokerid>-<partition>", or "<partition>" for a replicated topic
 	streams    map[string][]string // topic → stream ids
 	replicated map[string]bool     // topics with a replica assignment (docs/PROTOCOL.md §10)
@@ -27,7 +27,7 @@ type registryView struct {
 // registry from Zookeeper, the consumer first computes the set (P_T) of available partitions for each
 // subscribed topic T and the set (C_T) of consumers subscribing to T").
 func (g *GroupConsumer) readRegistry() (*registryView, error) {
-	v := &registryView{brokers: map[int]brokerInfo{}, partitions: map[string][]string{},
+	v := &registryView{brokers: map[int]zk.Broker{}, partitions: map[string][]string{},
 		streams: map[string][]string{}, replicated: map[string]bool{}}
 
 	if err := g.readBrokers(v); err != nil {
@@ -109,29 +109,11 @@ func (g *GroupConsumer) readRegistry() (*registryView, error) {
 
 // readBrokers reads the broker registry into v.brokers.
 func (g *GroupConsumer) readBrokers(v *registryView) error {
-	ids, err := g.zk.Children(zk.BrokerIDsPath)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	brokers, err := zk.LiveBrokers(g.zk, g.log)
+	if err != nil {
 		return err
 	}
-	for _, s := range ids {
-		id, err := strconv.Atoi(s)
-		if err != nil {
-			g.log.Warn("ignoring a broker registration with a non-numeric id", "node", s)
-			continue
-		}
-		data, err := g.zk.Get(zk.BrokerIDPath(id))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // the broker left while we read
-		} else if err != nil {
-			return err
-		}
-		b, err := parseBrokerInfo(id, string(data))
-		if err != nil {
-			g.log.Warn("ignoring a broker registration", "err", err)
-			continue
-		}
-		v.brokers[id] = b
-	}
+	v.brokers = brokers
 	return nil
 }
 
@@ -289,7 +271,7 @@ func (g *GroupConsumer) stopFetchers() {
 		select {
 		case <-f.done:
 		case <-t.C:
-			g.log.Warn("a fetcher is still in a request; going on without it", "broker", f.broker.id)
+			g.log.Warn("a fetcher is still in a request; going on without it", "broker", f.broker.ID)
 			g.fetchers = nil
 			return
 		}

@@ -3,10 +3,12 @@ package consumer
 import (
 	"fmt"
 	"math/rand/v2"
-
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 // The consumers' side of replication (docs/PROTOCOL.md §10). A replicated partition is fetched from its
@@ -58,7 +60,7 @@ func Leaders(addrs []string, timeout time.Duration, topics ...string) (map[strin
 		}
 		hosts := map[int32]string{}
 		for _, b := range m.Brokers {
-			hosts[b.ID] = brokerInfo{id: int(b.ID), host: b.Host, port: int(b.Port)}.addr()
+			hosts[b.ID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 		}
 		return leaders, hosts, nil
 	}
@@ -100,7 +102,7 @@ func (g *GroupConsumer) requestRelayout() {
 // startFetchersLocked starts one fetcher per broker for the owned 0.7 partitions and one per leader for the
 // replicated ones. A replicated partition whose leader is unknown is left out, and a relayout is asked for
 // after fetcher.backoff.ms. Called with g.mu held and the fetchers stopped.
-func (g *GroupConsumer) startFetchersLocked(brokers map[int]brokerInfo) {
+func (g *GroupConsumer) startFetchersLocked(brokers map[int]zk.Broker) {
 	byBroker := map[int][]*ownedPartition{}
 	var topics []string
 	seen := map[string]bool{}
@@ -116,7 +118,7 @@ func (g *GroupConsumer) startFetchersLocked(brokers map[int]brokerInfo) {
 	if len(topics) > 0 {
 		var addrs []string
 		for _, b := range brokers {
-			addrs = append(addrs, b.addr())
+			addrs = append(addrs, b.Addr())
 		}
 		leaders, _, err := Leaders(addrs, g.cfg.SocketTimeout, topics...)
 		if err != nil {
@@ -182,7 +184,7 @@ func (g *GroupConsumer) relayoutFetchers() {
 			p.fetchOffset = p.committed
 		}
 	}
-	view := &registryView{brokers: map[int]brokerInfo{}}
+	view := &registryView{brokers: map[int]zk.Broker{}}
 	if err := g.readBrokers(view); err != nil {
 		g.log.Warn("cannot read the broker registry; retrying", "err", err)
 		go func() {

@@ -178,22 +178,6 @@ func BenchmarkStreamNext(b *testing.B) {
 	}
 }
 
-func TestParseBrokerInfo(t *testing.T) {
-	b, err := parseBrokerInfo(3, "host-1234:10.0.0.1:9092")
-	if err != nil || b.host != "10.0.0.1" || b.port != 9092 || b.addr() != "10.0.0.1:9092" {
-		t.Fatalf("got %+v %v", b, err)
-	}
-	b, err = parseBrokerInfo(1, "fe80::1-99:localhost:9093") // a creator holding colons
-	if err != nil || b.host != "localhost" || b.port != 9093 {
-		t.Fatalf("got %+v %v", b, err)
-	}
-	for _, bad := range []string{"", "x", "a:b", "c:h:0", "c:h:70000", "c:h:p"} {
-		if _, err := parseBrokerInfo(1, bad); err == nil {
-			t.Errorf("parseBrokerInfo(%q) accepted", bad)
-		}
-	}
-}
-
 func TestGroupConfigFromProperties(t *testing.T) {
 	cfg, err := GroupConfigFromProperties(map[string]string{"groupid": "g", "zk.connect": "localhost:2181",
 		"zk.synctime.ms": "300", "autooffset.reset": "largest", "fetch.size": "1024", "autocommit.enable": "false"})

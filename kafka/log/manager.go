@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -198,11 +200,7 @@ func (m *Manager) Topics() []string {
 func (m *Manager) snapshot() []*Log {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]*Log, 0, len(m.logs))
-	for _, l := range m.logs {
-		out = append(out, l)
-	}
-	return out
+	return slices.Collect(maps.Values(m.logs))
 }
 
 // FlushAll flushes every partition now.

@@ -3,7 +3,9 @@ package replication
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,7 +98,7 @@ func CreateTopic(c *zk.Client, topicName string, a Assignment) error {
 		for _, id := range rs {
 			if _, ok := live[id]; !ok {
 				return fmt.Errorf("%w: partition %d of %q names broker %d, which is not alive (live: %v)",
-					ErrBadAssignment, p, topicName, id, sortedIDs(live))
+					ErrBadAssignment, p, topicName, id, slices.Sorted(maps.Keys(live)))
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -408,11 +409,11 @@ func (c *controller) send(live map[int32]zk.Broker, current map[TopicPartition]p
 		c.creators[id] = b.Creator
 	}
 	var addrs []protocol.BrokerAddr
-	for _, id := range sortedIDs(live) {
+	for _, id := range slices.Sorted(maps.Keys(live)) {
 		b := live[id]
 		addrs = append(addrs, protocol.BrokerAddr{ID: id, Host: b.Host, Port: int32(b.Port)})
 	}
-	for _, id := range sortedIDs(live) {
+	for _, id := range slices.Sorted(maps.Keys(live)) {
 		var batch []protocol.PartitionState
 		sent := c.sent[id]
 		if sent == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -154,11 +155,7 @@ func (m *Manager) Partition(topic string, partition int32) *Partition {
 func (m *Manager) Partitions() []*Partition {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]*Partition, 0, len(m.parts))
-	for _, p := range m.parts {
-		out = append(out, p)
-	}
-	return out
+	return slices.Collect(maps.Values(m.parts))
 }
 
 // Replicated reports whether topic is a replicated topic: it is known here, or ZooKeeper holds its replica
@@ -368,7 +365,7 @@ func (m *Manager) Metadata(topics []string) (*protocol.MetadataResponse, error) 
 		return nil, err
 	}
 	resp := &protocol.MetadataResponse{}
-	for _, id := range sortedIDs(live) {
+	for _, id := range slices.Sorted(maps.Keys(live)) {
 		b := live[id]
 		resp.Brokers = append(resp.Brokers, protocol.BrokerAddr{ID: id, Host: b.Host, Port: int32(b.Port)})
 	}

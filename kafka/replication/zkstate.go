@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -213,37 +212,16 @@ func ReplicatedTopics(c *zk.Client) (map[string]Assignment, []string, error) {
 	return out, sorted, nil
 }
 
-// LiveBrokers reads /brokers/ids.
+// LiveBrokers reads /brokers/ids (zk.LiveBrokers) keyed by the int32 broker
+// ids of the replication requests.
 func LiveBrokers(c *zk.Client) (map[int32]zk.Broker, error) {
-	ids, err := c.Children(zk.BrokerIDsPath)
-	if errors.Is(err, zk.ErrNoNode) {
-		return map[int32]zk.Broker{}, nil
-	}
+	live, err := zk.LiveBrokers(c, nil)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int32]zk.Broker, len(ids))
-	for _, s := range ids {
-		id, err := strconv.Atoi(s)
-		if err != nil {
-			continue
-		}
-		data, err := c.Get(zk.BrokerIDPath(id))
-		if err != nil {
-			continue // gone since the listing
-		}
-		if b, err := zk.ParseBroker(id, string(data)); err == nil {
-			out[int32(id)] = b
-		}
+	out := make(map[int32]zk.Broker, len(live))
+	for id, b := range live {
+		out[int32(id)] = b
 	}
 	return out, nil
-}
-
-func sortedIDs[V any](m map[int32]V) []int32 {
-	ids := make([]int32, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }

@@ -213,26 +213,9 @@ func (d *Discovery) readBrokers() (<-chan gozk.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	brokers := make(map[int]Broker, len(ids))
-	for _, s := range ids {
-		id, err := strconv.Atoi(s)
-		if err != nil {
-			d.log.Warn("ignoring a broker node that is not a number", "node", s)
-			continue
-		}
-		data, err := d.c.Get(BrokerIDPath(id))
-		if errors.Is(err, ErrNoNode) {
-			continue // gone since the listing; the watch brings the next one
-		}
-		if err != nil {
-			return nil, err
-		}
-		b, err := ParseBroker(id, string(data))
-		if err != nil {
-			d.log.Warn("ignoring a broker", "err", err)
-			continue
-		}
-		brokers[id] = b
+	brokers, err := ReadBrokers(d.c, ids, d.log)
+	if err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	d.brokers = brokers

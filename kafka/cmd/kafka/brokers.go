@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -37,7 +39,7 @@ func brokersCmd(args []string, std stdio) error {
 	defer c.Close()
 	var brokers map[int]zk.Broker
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if brokers, err = liveBrokers(c); err != nil {
+		if brokers, err = zk.LiveBrokers(c, nil); err != nil {
 			return err
 		}
 		if len(brokers) >= *wait {
@@ -49,7 +51,7 @@ func brokersCmd(args []string, std stdio) error {
 	}
 	tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tADDRESS\tCREATOR")
-	for _, id := range sortedKeys(brokers) {
+	for _, id := range slices.Sorted(maps.Keys(brokers)) {
 		b := brokers[id]
 		fmt.Fprintf(tw, "%d\t%s\t%s\n", id, b.Addr(), b.Creator)
 	}

@@ -62,7 +62,7 @@ func consumerOffsetChecker(args []string, std stdio) error {
 		slices.Sort(topics)
 		topics = slices.Compact(topics)
 	}
-	brokers, err := liveBrokers(c)
+	brokers, err := zk.LiveBrokers(c, nil)
 	if err != nil {
 		return err
 	}

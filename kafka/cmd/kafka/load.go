@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/etl"
@@ -72,7 +74,7 @@ func zkPartitions(c *zk.Client, topic string) ([]etl.Partition, error) {
 		return nil, fmt.Errorf("topic %q: no broker has registered it in %s", topic, zk.BrokerTopicPath(topic))
 	}
 	var out []etl.Partition
-	for _, id := range sortedKeys(regs) {
+	for _, id := range slices.Sorted(maps.Keys(regs)) {
 		b, ok := brokers[id]
 		if !ok {
 			return nil, fmt.Errorf("topic %q: broker %d has %d partitions of it but is not live", topic, id, regs[id])

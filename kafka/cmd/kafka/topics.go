@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"text/tabwriter"
@@ -158,43 +159,8 @@ func topicRegistrations(c *zk.Client, topic string) (map[int]int, map[int]zk.Bro
 			regs[id] = n
 		}
 	}
-	brokers, err := liveBrokers(c)
+	brokers, err := zk.LiveBrokers(c, nil)
 	return regs, brokers, err
-}
-
-// liveBrokers reads /brokers/ids.
-func liveBrokers(c *zk.Client) (map[int]zk.Broker, error) {
-	out := map[int]zk.Broker{}
-	ids, err := c.Children(zk.BrokerIDsPath)
-	if errors.Is(err, zk.ErrNoNode) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range ids {
-		id, err := strconv.Atoi(s)
-		if err != nil {
-			continue
-		}
-		data, err := c.Get(zk.BrokerIDPath(id))
-		if err != nil {
-			continue
-		}
-		if b, err := zk.ParseBroker(id, string(data)); err == nil {
-			out[id] = b
-		}
-	}
-	return out, nil
-}
-
-func sortedKeys[V any](m map[int]V) []int {
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func createTopic(c *zk.Client, connect, topic string, parts int, std stdio) error {
@@ -211,7 +177,7 @@ func createTopic(c *zk.Client, connect, topic string, parts int, std stdio) erro
 	// A broker started a moment ago may not have registered yet: wait for one.
 	var brokers map[int]zk.Broker
 	for deadline := time.Now().Add(topicsTimeout); ; time.Sleep(200 * time.Millisecond) {
-		if brokers, err = liveBrokers(c); err != nil {
+		if brokers, err = zk.LiveBrokers(c, nil); err != nil {
 			return err
 		}
 		if len(brokers) > 0 {
@@ -226,7 +192,7 @@ func createTopic(c *zk.Client, connect, topic string, parts int, std stdio) erro
 		return err
 	}
 	existed := len(regs) > 0
-	for _, id := range sortedKeys(brokers) {
+	for _, id := range slices.Sorted(maps.Keys(brokers)) {
 		if _, ok := regs[id]; ok {
 			continue
 		}
@@ -256,7 +222,7 @@ func createTopic(c *zk.Client, connect, topic string, parts int, std stdio) erro
 		time.Sleep(100 * time.Millisecond)
 	}
 	total := 0
-	for _, id := range sortedKeys(regs) {
+	for _, id := range slices.Sorted(maps.Keys(regs)) {
 		n := regs[id]
 		total += n
 		if n != parts {
@@ -297,7 +263,7 @@ func describeTopic(c *zk.Client, topic string, filter describeFilter, w io.Write
 	fmt.Fprintf(w, "Topic:%s\tPartitionCount:%d\tBrokers:%d\n", topic, total, len(regs))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tPARTITION\tBROKER\tADDRESS\tLOG-END-OFFSET\tSIZE")
-	for _, id := range sortedKeys(regs) {
+	for _, id := range slices.Sorted(maps.Keys(regs)) {
 		b, live := brokers[id]
 		var sc *consumer.SimpleConsumer
 		if live {
