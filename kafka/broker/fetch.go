@@ -24,6 +24,21 @@ func (cn *conn) handleFetch(body []byte) error {
 	return cn.send.sendFile(c.File, c.Pos, c.Len)
 }
 
+// sendPart sends out (headers not yet sent) and then chunk c from its segment
+// file, and returns out emptied for the next headers. A part with no bytes
+// sends nothing: its header stays in out, so that the headers of empty parts
+// go out together with the next write. MULTIFETCH and REPLICA_FETCH answer
+// each part with it.
+func (cn *conn) sendPart(out []byte, c log.Chunk) ([]byte, error) {
+	if c.Len == 0 {
+		return out, nil
+	}
+	if err := cn.send.write(out, true); err != nil {
+		return out, err
+	}
+	return out[:0], cn.send.sendFile(c.File, c.Pos, c.Len)
+}
+
 // read resolves one fetch to a chunk of a segment file (possibly empty) and
 // the error code to answer with (see (*Broker).Serve). budget caps the size
 // on top of the request's own maxSize. MULTIFETCH reads each part with it.

@@ -33,16 +33,10 @@ func (cn *conn) handleMultiFetch(body []byte) error {
 	out := protocol.AppendResponseHeader(cn.out[:0], total, protocol.ErrNone)
 	for i, c := range cn.chunks {
 		out = protocol.AppendResponseHeader(out, int(c.Len), cn.codes[i])
-		if c.Len == 0 {
-			continue // batch the headers of empty parts into one write
-		}
-		if err := cn.send.write(out, true); err != nil {
+		var err error
+		if out, err = cn.sendPart(out, c); err != nil {
 			return err
 		}
-		if err := cn.send.sendFile(c.File, c.Pos, c.Len); err != nil {
-			return err
-		}
-		out = out[:0]
 	}
 	cn.out = out
 	return cn.send.write(out, false)

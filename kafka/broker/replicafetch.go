@@ -71,16 +71,10 @@ func (cn *conn) handleReplicaFetch(body []byte) error {
 	for i, c := range cn.chunks {
 		a := answers[i]
 		out = protocol.AppendReplicaFetchPart(out, fetches[i].Topic, fetches[i].Partition, a.code, a.hw, cn.epochs[a.epochs:a.upto], int(c.Len))
-		if c.Len == 0 {
-			continue
-		}
-		if err := cn.send.write(out, true); err != nil {
+		var err error
+		if out, err = cn.sendPart(out, c); err != nil {
 			return err
 		}
-		if err := cn.send.sendFile(c.File, c.Pos, c.Len); err != nil {
-			return err
-		}
-		out = out[:0]
 	}
 	cn.out = out
 	return cn.send.write(out, false)
