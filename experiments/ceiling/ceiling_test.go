@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
@@ -76,5 +79,35 @@ func TestProbes(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), "producer-batch2", Config{Messages: 1, Dir: t.TempDir()}); err == nil {
 		t.Fatal("an unknown probe ran")
+	}
+}
+
+// The producer probes' reader asks to be woken once per WriteSize bytes.
+func TestWakeAt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			defer c.Close()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := wakeAt(c, WriteSize); err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := c.(*net.TCPConn).SyscallConn()
+	var got int
+	var gerr error
+	rc.Control(func(fd uintptr) { got, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT) })
+	if gerr != nil || got != WriteSize {
+		t.Fatalf("SO_RCVLOWAT = %d (%v), want %d", got, gerr, WriteSize)
 	}
 }

@@ -37,6 +37,13 @@ func runProducer(ctx context.Context, cfg Config, batch int) (Result, error) {
 	var clk *clock
 	var end time.Time
 	err = withSender(ctx, sendJob{messages: cfg.Messages, size: cfg.MessageSize, batch: batch}, func(c net.Conn) error {
+		// The reader is woken once per WriteSize bytes queued, not per
+		// write: a wake-up per request is work a reader can avoid (and
+		// what makes a reader that keeps up slow its sender, see
+		// docs/PERFORMANCE.md), so the ceiling does without it.
+		if err := wakeAt(c, WriteSize); err != nil {
+			return fmt.Errorf("SO_RCVLOWAT %d: %w", WriteSize, err)
+		}
 		clk = newClock(cfg.Messages)
 		var written, flushAt int64 = 0, FlushMessages
 		msgBytes := int64(headerSize + cfg.MessageSize)

@@ -19,8 +19,12 @@ import (
 // in the file named after it (see the package doc).
 
 // readBufferSize is the per-connection bufio.Reader: a batch-1 producer's
-// ~230-byte requests arrive a few hundred per read system call.
+// ~230-byte requests arrive a few hundred per read system call when the
+// broker is behind. A body of at most smallRequestBytes is served where it
+// lies in this buffer (readBody), so the buffer must hold the largest.
 const readBufferSize = 64 << 10
+
+var _ [readBufferSize - smallRequestBytes]struct{} // a compile error if the buffer cannot hold a small body
 
 // conn is the state of one client connection, owned by its goroutine.
 type conn struct {
@@ -30,7 +34,7 @@ type conn struct {
 	r      *bufio.Reader
 	dec    protocol.Decoder
 	hdr    [protocol.RequestHeaderSize]byte
-	buf    []byte // small request bodies (up to smallRequestBytes), reused
+	held   int    // bytes of a small body served in place in r, discarded after it is served
 	big    []byte // a large body's buffer from the request memory budget, while it is served
 	out    []byte // response headers, reused
 	send   sender // writes headers and sendfiles chunks
@@ -75,7 +79,7 @@ func (b *Broker) serveConn(c *net.TCPConn) {
 	b.log.Debug("connection opened", "remote", cn.remote)
 	for {
 		cn.armIdle()
-		id, n, err := protocol.ReadRequestHeader(cn.r, cn.hdr[:], b.cfg.MaxRequestBytes)
+		id, n, err := cn.readHeader()
 		var body []byte
 		if err == nil {
 			body, err = cn.readBody(id, n)
@@ -143,26 +147,40 @@ func (cn *conn) rearm() {
 	cn.unarmed = 0
 }
 
+// readHeader reads the size field and id of the next request. With all six
+// bytes buffered (a client that sends faster than the broker serves) they
+// are checked where they lie; else ReadRequestHeader reads them, which
+// refuses a too-large size field as soon as its four bytes have come.
+func (cn *conn) readHeader() (int16, int, error) {
+	if cn.r.Buffered() >= protocol.RequestHeaderSize {
+		h, _ := cn.r.Peek(protocol.RequestHeaderSize) // buffered: cannot fail
+		cn.r.Discard(protocol.RequestHeaderSize)
+		return protocol.ParseRequestHeader(h, cn.b.cfg.MaxRequestBytes)
+	}
+	return protocol.ReadRequestHeader(cn.r, cn.hdr[:], cn.b.cfg.MaxRequestBytes)
+}
+
 // bodyChunk: a large body is read this much at a time, the idle deadline
 // pushed back before each, so a client sending a 100 MiB request slowly
 // is not cut off while bytes keep coming.
 const bodyChunk = 1 << 20
 
 // readBody reads the n-byte body of a request whose header was just read.
-// A body of at most smallRequestBytes goes into the connection's own
-// buffer; a larger one waits for the broker's request memory budget
+// A body of at most smallRequestBytes is served in place, in the
+// connection's read buffer (bufio.Reader.Peek: no copy; the bytes stay
+// valid until releaseBody discards them, and the connection reads nothing
+// before that); a larger one waits for the broker's request memory budget
 // (memory.go) and is then read into a buffer of exactly n bytes, which
 // releaseBody gives back (without a budget, into a fresh buffer grown as
 // the bytes arrive, as 0.7 did).
 func (cn *conn) readBody(id int16, n int) ([]byte, error) {
 	if n <= smallRequestBytes {
-		if cap(cn.buf) < n {
-			cn.buf = make([]byte, n, max(n, 512))
-		}
-		if _, err := io.ReadFull(cn.r, cn.buf[:n]); err != nil {
+		body, err := cn.r.Peek(n)
+		if err != nil {
 			return nil, bodyError(id, n, err)
 		}
-		return cn.buf[:n], nil
+		cn.held = n
+		return body, nil
 	}
 	body, err := cn.b.mem.get(n, cn.b.stopping)
 	if err != nil {
@@ -194,9 +212,15 @@ func bodyError(id int16, n int, err error) error {
 	return fmt.Errorf("protocol: reading %d-byte %s body: %w", n, protocol.RequestName(id), err)
 }
 
-// releaseBody gives a large body's buffer back to the budget and drops the
-// decoder's references into it.
+// releaseBody discards a small body from the read buffer, or gives a large
+// body's buffer back to the budget and drops the decoder's references into
+// it.
 func (cn *conn) releaseBody() {
+	if cn.held > 0 {
+		cn.r.Discard(cn.held) // buffered: cannot fail
+		cn.held = 0
+		return
+	}
 	if cn.big == nil {
 		return
 	}

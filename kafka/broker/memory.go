@@ -13,8 +13,9 @@ import (
 // until the budget admits them, and only then reads the body, into a buffer
 // of exactly that size; meanwhile it reads nothing more, so the client's
 // bytes wait in the kernel's socket buffers, not in the broker. Requests of
-// at most smallRequestBytes do not come here: they are read into the
-// connection's own buffer (see conn.go), a per-connection constant.
+// at most smallRequestBytes do not come here: they are served where they
+// lie in the connection's read buffer (see conn.go), a per-connection
+// constant.
 //
 // 0.7 grew each connection's buffer by doubling as bytes arrived, so 50
 // clients sending 100 MiB each took the broker to 1.4-1.6 times the bytes
@@ -51,8 +52,8 @@ type memWaiter struct {
 	ready chan struct{}
 }
 
-// smallRequestBytes: bodies up to this size are read into the connection's
-// own buffer, without asking the budget.
+// smallRequestBytes: bodies up to this size are served in the connection's
+// read buffer, without asking the budget.
 const smallRequestBytes = 64 << 10
 
 // releaseAfter: a free buffer unused this long is dropped and its memory

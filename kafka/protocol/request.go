@@ -187,11 +187,8 @@ func ReadRequestHeader(r io.Reader, hdr []byte, maxSize int) (id int16, bodyLen 
 		return 0, 0, fmt.Errorf("protocol: reading request size: %w", err)
 	}
 	size := int64(int32(binary.BigEndian.Uint32(hdr)))
-	if size > int64(maxSize) {
-		return 0, 0, fmt.Errorf("%w: size field %d exceeds the limit of %d bytes", ErrRequestTooLarge, size, maxSize)
-	}
-	if size < 2 {
-		return 0, 0, fmt.Errorf("%w: size field %d is smaller than the 2-byte request id", ErrMalformed, size)
+	if err := checkRequestSize(size, maxSize); err != nil {
+		return 0, 0, err
 	}
 	if _, err := io.ReadFull(r, hdr[4:6]); err != nil {
 		if err == io.EOF {
@@ -199,7 +196,38 @@ func ReadRequestHeader(r io.Reader, hdr []byte, maxSize int) (id int16, bodyLen 
 		}
 		return 0, 0, fmt.Errorf("protocol: reading request id: %w", err)
 	}
-	id = int16(binary.BigEndian.Uint16(hdr[4:]))
+	return checkRequestID(int16(binary.BigEndian.Uint16(hdr[4:])), size)
+}
+
+// ParseRequestHeader checks the RequestHeaderSize bytes of a request's
+// size field and id already in memory (a server's read buffer), as
+// ReadRequestHeader does after reading them, and returns the id and the
+// length of the body that follows.
+func ParseRequestHeader(hdr []byte, maxSize int) (id int16, bodyLen int, err error) {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxRequestSize
+	}
+	hdr = hdr[:RequestHeaderSize]
+	size := int64(int32(binary.BigEndian.Uint32(hdr)))
+	if err := checkRequestSize(size, maxSize); err != nil {
+		return 0, 0, err
+	}
+	return checkRequestID(int16(binary.BigEndian.Uint16(hdr[4:])), size)
+}
+
+// checkRequestSize refuses a size field above maxSize or below the 2-byte id.
+func checkRequestSize(size int64, maxSize int) error {
+	if size > int64(maxSize) {
+		return fmt.Errorf("%w: size field %d exceeds the limit of %d bytes", ErrRequestTooLarge, size, maxSize)
+	}
+	if size < 2 {
+		return fmt.Errorf("%w: size field %d is smaller than the 2-byte request id", ErrMalformed, size)
+	}
+	return nil
+}
+
+// checkRequestID refuses an id no broker serves and returns the body's length.
+func checkRequestID(id int16, size int64) (int16, int, error) {
 	if id < RequestProduce || id > requestLast {
 		return id, 0, fmt.Errorf("%w: %d (size field %d)", ErrUnknownRequest, id, size)
 	}

@@ -252,12 +252,15 @@ func (r *runner) tool(ctx context.Context, name string, extra []string, args ...
 	}
 	pid := strconv.Itoa(r.broker.Pid())
 	run0, wait0, _ := schedstat.Read(pid)
-	stopSampling := sampleBroker(r.broker.Pid())
 	cmd := exec.CommandContext(ctx, r.bin, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = f, f
-	err = cmd.Run()
+	var samples []brokerSample
+	if err = cmd.Start(); err == nil {
+		stopSampling := sampleBroker(r.broker.Pid(), cmd.Process.Pid)
+		err = cmd.Wait()
+		samples = stopSampling()
+	}
 	f.Close()
-	samples := stopSampling()
 	if err != nil {
 		b, _ := os.ReadFile(path)
 		r.w.Write(b)
@@ -342,22 +345,41 @@ func (r *runner) strace(ctx context.Context, size int) error {
 }
 
 // brokerSample is the broker's CPU, CPU wait and bytes written to storage
-// (write_bytes of /proc/<pid>/io) at one moment.
+// (write_bytes of /proc/<pid>/io) at one moment, with its read(2) calls
+// and the bytes they returned (syscr, rchar) and the tool's write(2) calls
+// (syscw; an attempt that found the socket full counts too).
 type brokerSample struct {
-	at         time.Time
-	run, wait  time.Duration
-	writeBytes int64
+	at                time.Time
+	run, wait         time.Duration
+	writeBytes        int64
+	reads, readBytes  int64
+	toolWrites        int64
+	toolRun           time.Duration
+	haveSys, haveTool bool
 }
 
-// sampleBroker samples the broker every 50 ms until the returned function
-// is called, which returns the samples (the first taken at once).
-func sampleBroker(pid int) func() []brokerSample {
+// sampleBroker samples the broker (and the tool's process, tool) every
+// 50 ms until the returned function is called, which returns the samples
+// (the first taken at once).
+func sampleBroker(pid, tool int) func() []brokerSample {
 	var samples []brokerSample
 	take := func() {
 		run, wait, ok := schedstat.Read(strconv.Itoa(pid))
 		io, err := localsvc.ProcessIO(pid)
 		if ok && err == nil {
-			samples = append(samples, brokerSample{at: time.Now(), run: run, wait: wait, writeBytes: io.WriteBytes})
+			s := brokerSample{at: time.Now(), run: run, wait: wait, writeBytes: io.WriteBytes}
+			if c, err := syscalls(pid); err == nil {
+				s.reads, s.readBytes, s.haveSys = c["syscr"], c["rchar"], true
+			}
+			if c, err := syscalls(tool); err == nil {
+				s.toolWrites = c["syscw"]
+				s.toolRun, _, s.haveTool = schedstat.Read(strconv.Itoa(tool))
+			} else if n := len(samples); n > 0 {
+				// The tool has exited (the last sample): what it did last.
+				p := samples[n-1]
+				s.toolWrites, s.toolRun, s.haveTool = p.toolWrites, p.toolRun, p.haveTool
+			}
+			samples = append(samples, s)
 		}
 	}
 	take()
@@ -388,12 +410,18 @@ func sampleBroker(pid int) func() []brokerSample {
 // and MB per CPU second. A tenth in which the broker's CPU per byte grows
 // did more work of ours per message; one in which only the wait grows was
 // slowed by the machine (docs/PERFORMANCE.md, flat over the run).
+//
+// With the read(2) counts it also prints the broker's reads and the bytes
+// per read (a batch-1 producer's request is 229 bytes, so 229 B/read is a
+// broker woken for every request), and the tool's write(2) calls and CPU
+// seconds in the tenth.
 func printTenths(w io.Writer, name string, s []brokerSample) {
 	if len(s) < 11 {
 		return
 	}
 	fmt.Fprintf(w, "broker per tenth of %s's time (every 50 ms: Linux schedstat, /proc/<pid>/io):\n", name)
-	fmt.Fprintf(w, "%6s %8s %8s %10s %10s %12s\n", "tenth", "ends s", "cpu s", "cpuwait s", "write MB", "MB / cpu s")
+	fmt.Fprintf(w, "%6s %8s %8s %10s %10s %12s %10s %10s %12s %10s\n", "tenth", "ends s", "cpu s", "cpuwait s", "write MB", "MB / cpu s",
+		"reads", "B / read", "tool writes", "tool cpu s")
 	first, last := s[0], s[len(s)-1]
 	span := last.at.Sub(first.at)
 	prev := first
@@ -409,7 +437,40 @@ func printTenths(w io.Writer, name string, s []brokerSample) {
 		if cpu > 0 {
 			per = mb / cpu
 		}
-		fmt.Fprintf(w, "%6d %8.2f %8.3f %10.3f %10.1f %12.1f\n", i, cur.at.Sub(first.at).Seconds(), cpu, (cur.wait - prev.wait).Seconds(), mb, per)
+		fmt.Fprintf(w, "%6d %8.2f %8.3f %10.3f %10.1f %12.1f", i, cur.at.Sub(first.at).Seconds(), cpu, (cur.wait - prev.wait).Seconds(), mb, per)
+		if cur.haveSys && prev.haveSys {
+			reads := cur.reads - prev.reads
+			fmt.Fprintf(w, " %10d %10.0f", reads, float64(cur.readBytes-prev.readBytes)/float64(max(reads, 1)))
+		} else {
+			fmt.Fprintf(w, " %10s %10s", "-", "-")
+		}
+		if cur.haveTool && prev.haveTool {
+			fmt.Fprintf(w, " %12d %10.3f", cur.toolWrites-prev.toolWrites, (cur.toolRun - prev.toolRun).Seconds())
+		} else {
+			fmt.Fprintf(w, " %12s %10s", "-", "-")
+		}
+		fmt.Fprintln(w)
 		prev = cur
 	}
+}
+
+// syscalls reads the counters of /proc/<pid>/io ("syscr: 123" lines:
+// rchar, wchar, syscr, syscw, read_bytes, write_bytes, ...).
+func syscalls(pid int) (map[string]int64, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "io"))
+	if err != nil {
+		return nil, err
+	}
+	c := map[string]int64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				c[strings.TrimSpace(k)] = n
+			}
+		}
+	}
+	if _, ok := c["syscr"]; !ok {
+		return nil, fmt.Errorf("no syscr line in /proc/%d/io", pid)
+	}
+	return c, nil
 }
