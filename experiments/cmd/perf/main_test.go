@@ -61,14 +61,19 @@ func TestIntegration_Perf(t *testing.T) {
 }
 
 // printTenths splits the broker's samples into ten spans of time and
-// prints each one's CPU, wait and bytes written.
+// prints each one's CPU, wait, bytes written, reads and bytes per read,
+// and the tool's writes and CPU.
 func TestPrintTenths(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	var s []brokerSample
-	for i := range 21 { // every 100 ms for 2 s: 10 ms of CPU and 1 MB per sample
+	for i := range 21 { // every 100 ms for 2 s: 10 ms of CPU, 1 MB, 100 reads of 2,290 B, 500 tool writes, 5 ms of tool CPU per sample
 		s = append(s, brokerSample{at: t0.Add(time.Duration(i) * 100 * time.Millisecond),
-			run: time.Duration(i) * 10 * time.Millisecond, wait: time.Duration(i) * time.Millisecond, writeBytes: int64(i) * 1e6})
+			run: time.Duration(i) * 10 * time.Millisecond, wait: time.Duration(i) * time.Millisecond, writeBytes: int64(i) * 1e6,
+			reads: int64(i) * 100, readBytes: int64(i) * 229_000, toolWrites: int64(i) * 500, toolRun: time.Duration(i) * 5 * time.Millisecond,
+			haveSys: true, haveTool: true})
 	}
+	// The tool had exited at the last sample, which carries its figures over (sampleBroker).
+	s[20].toolWrites, s[20].toolRun = s[19].toolWrites, s[19].toolRun
 	var b strings.Builder
 	printTenths(&b, "producer50", s)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
@@ -76,8 +81,15 @@ func TestPrintTenths(t *testing.T) {
 		t.Fatalf("got:\n%s", b.String())
 	}
 	for _, l := range lines[2:] {
-		if f := strings.Fields(l); len(f) != 6 || f[2] != "0.020" || f[3] != "0.002" || f[4] != "2.0" || f[5] != "100.0" {
-			t.Fatalf("row %q, want 0.020 s CPU, 0.002 s wait, 2.0 MB, 100.0 MB per CPU s", l)
+		f := strings.Fields(l)
+		if len(f) != 10 || f[2] != "0.020" || f[3] != "0.002" || f[4] != "2.0" || f[5] != "100.0" || f[6] != "200" || f[7] != "2290" {
+			t.Fatalf("row %q, want 0.020 s CPU, 0.002 s wait, 2.0 MB, 100.0 MB per CPU s, 200 reads of 2290 B", l)
+		}
+		if tenth := f[0]; tenth != "10" && (f[8] != "1000" || f[9] != "0.010") {
+			t.Fatalf("row %q, want 1000 tool writes and 0.010 s of tool CPU", l)
+		}
+		if tenth := f[0]; tenth == "10" && (f[8] != "500" || f[9] != "0.005") {
+			t.Fatalf("last row %q: the tool had exited at its last sample, want its writes up to then, 500 and 0.005 s", l)
 		}
 	}
 }
