@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/log"
@@ -13,7 +14,8 @@ import (
 
 // handleAckedProduce serves an ACKED_PRODUCE (protocol/ackedproduce.go), the paper's §6 replication models
 // as the producer picks them: every set is appended first, then with acks -1 the answer waits until each
-// is committed (every in-sync replica has it) or the request's timeout passes. A 0.7 topic (created by a
+// is committed (every in-sync replica has it) or the request's timeout passes, answered by the
+// connection's answerer while the next request is read (ackedanswers.go). A 0.7 topic (created by a
 // produce) is appended as PRODUCE appends it, written to the file before the answer. With acks 0 nothing
 // is answered, and a set that could not be appended closes the connection (as 0.8 did), which is the only
 // way to tell the producer to look the leader up again.
@@ -51,13 +53,15 @@ func (cn *conn) handleAckedProduce(body []byte) error {
 		}
 		return nil
 	}
-	if a.Acks == protocol.AcksAll {
-		deadline := time.Now().Add(time.Duration(max(a.TimeoutMs, 0)) * time.Millisecond)
-		for i, p := range waits {
-			if p != nil {
-				results[i].Error = p.WaitCommitted(ends[i], time.Until(deadline))
-			}
-		}
+	if a.Acks == protocol.AcksAll && slices.ContainsFunc(waits, func(p *replication.Partition) bool { return p != nil }) {
+		// Answered by the connection's answerer once committed, in order; the next request is read
+		// meanwhile (ackedanswers.go).
+		cn.queueAnswer(pendingAnswer{results: results, waits: waits, ends: ends,
+			deadline: time.Now().Add(time.Duration(max(a.TimeoutMs, 0)) * time.Millisecond)})
+		return nil
+	}
+	if err := cn.drainAnswers(); err != nil {
+		return err
 	}
 	cn.out = protocol.AppendAckedProduceResponse(cn.out[:0], results)
 	return cn.send.write(cn.out, false)

@@ -48,6 +48,7 @@ type conn struct {
 	epochs []protocol.EpochEntry              // REPLICA_FETCH scratch
 	chunks []log.Chunk                        // MULTIFETCH scratch
 	codes  []protocol.ErrorCode
+	ans    *answerer // acks=-1 answers waiting for their commits (ackedanswers.go); nil until the first
 }
 
 // serveConn reads requests one after the other and answers them in order
@@ -55,7 +56,9 @@ type conn struct {
 // request is bad or the connection stays silent for connections.max.idle.ms.
 func (b *Broker) serveConn(c *net.TCPConn) {
 	defer b.untrack(c)
-	cn := &conn{
+	var cn *conn
+	defer func() { cn.stopAnswers() }()
+	cn = &conn{
 		b:      b,
 		c:      c,
 		remote: c.RemoteAddr().String(),
@@ -231,6 +234,12 @@ func (cn *conn) releaseBody() {
 
 // handle serves one request by its id. An error closes the connection.
 func (cn *conn) handle(id int16, body []byte) error {
+	if id != protocol.RequestAckedProduce {
+		// Answers in request order: queued acks=-1 answers go first (ackedanswers.go).
+		if err := cn.drainAnswers(); err != nil {
+			return err
+		}
+	}
 	switch id {
 	case protocol.RequestProduce:
 		return cn.handleProduce(body)

@@ -74,6 +74,13 @@ type Config struct {
 	// RetryBackoff is retry.backoff.ms: the wait before a retry, after which
 	// the leader is looked up again (100 ms).
 	RetryBackoff time.Duration
+	// MaxInFlight is max.in.flight.requests.per.connection (Kafka's later
+	// producer's name; 1, 0.8's sync producer): how many acknowledged
+	// produces (acks 1 or -1) to a replicated topic may wait for their
+	// answers on one leader connection. Above 1, Send returns once its set
+	// is written and the window has room, and its answer is read by a later
+	// Send, Flush or Close (inflight.go says what happens on a failure).
+	MaxInFlight int
 	// MetadataRefreshInterval is topic.metadata.refresh.interval.ms: cached
 	// metadata older than this is asked again on the next send (600000 ms).
 	MetadataRefreshInterval time.Duration
@@ -94,6 +101,7 @@ func DefaultConfig() Config {
 		RequestTimeout:          10000 * time.Millisecond,
 		MessageSendMaxRetries:   3,
 		RetryBackoff:            100 * time.Millisecond,
+		MaxInFlight:             1,
 		MetadataRefreshInterval: 600000 * time.Millisecond,
 	}
 }
@@ -175,10 +183,11 @@ func (c *Config) fields() map[string]properties.Field {
 			c.RequiredAcks = int16(n)
 			return err
 		},
-		"request.timeout.ms":                 properties.Millis(&c.RequestTimeout),
-		"message.send.max.retries":           properties.Int(&c.MessageSendMaxRetries),
-		"retry.backoff.ms":                   properties.Millis(&c.RetryBackoff),
-		"topic.metadata.refresh.interval.ms": properties.Millis(&c.MetadataRefreshInterval),
+		"request.timeout.ms":                    properties.Millis(&c.RequestTimeout),
+		"message.send.max.retries":              properties.Int(&c.MessageSendMaxRetries),
+		"retry.backoff.ms":                      properties.Millis(&c.RetryBackoff),
+		"max.in.flight.requests.per.connection": properties.Int(&c.MaxInFlight),
+		"topic.metadata.refresh.interval.ms":    properties.Millis(&c.MetadataRefreshInterval),
 	}
 }
 
@@ -199,6 +208,9 @@ func (c Config) Validate() error {
 	}
 	if c.RequiredAcks != 0 && c.RequiredAcks != 1 && c.RequiredAcks != -1 {
 		return fmt.Errorf("producer: request.required.acks %d is not 0, 1 or -1: %w", c.RequiredAcks, ErrBadConfig)
+	}
+	if c.MaxInFlight < 0 || c.MaxInFlight > maxInFlight {
+		return fmt.Errorf("producer: max.in.flight.requests.per.connection %d is not 0..%d: %w", c.MaxInFlight, maxInFlight, ErrBadConfig)
 	}
 	if c.MessageSendMaxRetries < 0 {
 		return fmt.Errorf("producer: message.send.max.retries %d is negative: %w", c.MessageSendMaxRetries, ErrBadConfig)

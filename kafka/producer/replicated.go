@@ -1,7 +1,6 @@
 package producer
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -147,6 +146,17 @@ func (lc *leaderConns) get(b Broker) (*brokerConn, error) {
 	return c, nil
 }
 
+// all returns the leader connections opened so far.
+func (lc *leaderConns) all() []*brokerConn {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	out := make([]*brokerConn, 0, len(lc.conns))
+	for _, c := range lc.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
 func (lc *leaderConns) close() {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
@@ -186,6 +196,8 @@ func (p *SyncProducer) sendReplicated(tm *topicMeta, topic string, part int32, k
 	}
 	if msgs != nil {
 		set = p.encodeSet(topic, msgs)
+	} else if p.pipelined() {
+		set = append([]byte(nil), set...) // kept until its answer: the caller may reuse its own
 	}
 	return p.sendSetReplicated(tm, topic, part, set)
 }
@@ -206,8 +218,21 @@ func (p *SyncProducer) encodeSet(topic string, msgs [][]byte) []byte {
 }
 
 func (p *SyncProducer) sendSetReplicated(tm *topicMeta, topic string, part int32, set []byte) error {
-	var last error
-	for attempt := 0; attempt <= p.cfg.MessageSendMaxRetries; attempt++ {
+	if p.pipelined() {
+		return p.sendPipelined(tm, topic, part, set) // inflight.go
+	}
+	return p.sendAttempts(tm, topic, part, set, 0, nil)
+}
+
+// retrySet sends a set again from attempt from (from > 0: the leader is looked up first), after last.
+func (p *SyncProducer) retrySet(topic string, part int32, set []byte, from int, last error) error {
+	return p.sendAttempts(nil, topic, part, set, from, last)
+}
+
+// sendAttempts sends one set and waits for its answer, attempts from..message.send.max.retries; every
+// attempt but the first (attempt 0) looks the leader up again after retry.backoff.ms.
+func (p *SyncProducer) sendAttempts(tm *topicMeta, topic string, part int32, set []byte, from int, last error) error {
+	for attempt := from; attempt <= p.cfg.MessageSendMaxRetries; attempt++ {
 		if attempt > 0 {
 			time.Sleep(p.cfg.RetryBackoff)
 			var err error
@@ -238,7 +263,7 @@ func (p *SyncProducer) sendSetReplicated(tm *topicMeta, topic string, part int32
 			last = err
 		}
 	}
-	return fmt.Errorf("%w after %d retries (message.send.max.retries): %w", ErrNotAcknowledged, p.cfg.MessageSendMaxRetries, last)
+	return fmt.Errorf("%w: %s-%d after %d retries (message.send.max.retries): %w", ErrNotAcknowledged, topic, part, p.cfg.MessageSendMaxRetries, last)
 }
 
 // ackedSend writes one ACKED_PRODUCE and, unless acks is 0, reads its answer.
@@ -258,25 +283,7 @@ func (p *SyncProducer) ackedSend(b Broker, topic string, part int32, set []byte)
 	if p.cfg.RequiredAcks == protocol.AcksNone {
 		return protocol.ErrNone, nil
 	}
-	c.conn.SetReadDeadline(time.Now().Add(p.cfg.RequestTimeout + 5*time.Second))
-	if c.r == nil || c.rconn != c.conn {
-		c.r, c.rconn = bufio.NewReader(c.conn), c.conn
-	}
-	code, payload, buf, err := protocol.ReadResponse(c.r, c.rbuf)
-	c.rbuf = buf
-	if err != nil {
-		c.closeLocked()
-		return 0, fmt.Errorf("producer: answer from broker %d (%s): %w", b.ID, b.Addr(), err)
-	}
-	if code != protocol.ErrNone {
-		return code, nil
-	}
-	c.results, err = protocol.DecodeAckedProduceResponse(c.results[:0], payload)
-	if err != nil || len(c.results) != 1 {
-		c.closeLocked()
-		return 0, fmt.Errorf("producer: answer from broker %d: %d results, %v", b.ID, len(c.results), err)
-	}
-	return c.results[0].Error, nil
+	return c.readAnswerLocked(p.cfg.RequestTimeout)
 }
 
 // bootstrapBrokers is where the producer asks for metadata: metadata.broker.list, else the brokers its

@@ -17,6 +17,7 @@ package producer
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -45,6 +46,7 @@ type SyncProducer struct {
 
 	meta    *metadataCache // nil in 0.7's exact mode (replicated.go)
 	leaders *leaderConns   // connections to leaders found by metadata
+	pipeMu  sync.Mutex     // held by every acknowledged send while MaxInFlight > 1 (inflight.go)
 }
 
 // NewSync returns a producer for cfg: broker.list if set, else zk.connect.
@@ -166,11 +168,13 @@ func (p *SyncProducer) MultiSend(brokerID int, produces []protocol.ProduceReques
 // Discovery returns the producer's discovery (for tools that list brokers).
 func (p *SyncProducer) Discovery() Discovery { return p.disc }
 
-// Close closes every connection and the discovery.
+// Close reads the answers still in flight (Flush), then closes every connection and the discovery; it
+// returns the errors of sets that were not acknowledged.
 func (p *SyncProducer) Close() error {
+	ferr := p.Flush()
 	p.pool.close()
 	p.leaders.close()
-	return p.disc.Close()
+	return errors.Join(ferr, p.disc.Close())
 }
 
 // replicatedChecked is replicated after the topic name check.
@@ -225,11 +229,22 @@ func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []by
 		if msgs != nil {
 			set = p.encodeSet(topic, msgs)
 		}
+		var flushed error
+		if p.pipelined() {
+			// One set at a time on a connection that may carry pipelined ones: read theirs first.
+			p.pipeMu.Lock()
+			defer p.pipeMu.Unlock()
+			var errs []error
+			if failed := p.drainAllLocked(&errs); len(failed) > 0 {
+				errs = p.resendLocked(failed, errs)
+			}
+			flushed = errors.Join(errs...)
+		}
 		code, err := p.ackedSend(b, topic, dst.Part, set)
 		if err == nil && code != protocol.ErrNone {
 			err = fmt.Errorf("producer: %s-%d on broker %d: %w", topic, dst.Part, b.ID, code)
 		}
-		return err
+		return errors.Join(flushed, err)
 	}
 	c, err := p.pool.get(dst.BrokerID, p.disc)
 	if err != nil {
@@ -349,10 +364,11 @@ type brokerConn struct {
 	scratch []byte // the uncompressed set of a compressed batch
 
 	// Answers to ACKED_PRODUCE (replicated.go).
-	r       *bufio.Reader
-	rconn   net.Conn // the connection r reads
-	rbuf    []byte
-	results []protocol.ProduceResult
+	r        *bufio.Reader
+	rconn    net.Conn // the connection r reads
+	rbuf     []byte
+	results  []protocol.ProduceResult
+	inflight []inflightSet // written, answers not read yet, oldest first (inflight.go)
 }
 
 // writeLocked writes c.buf with one write call. A failed write closes the

@@ -72,6 +72,11 @@
 // the producer then asks for the topic's metadata again and retries
 // (message.send.max.retries, retry.backoff.ms). A retry after a timeout may
 // write a message twice: duplicates come only from the producer's retries.
+// A producer may keep several produces in flight on one connection
+// (max.in.flight.requests.per.connection): the leader appends each as it
+// reads it and answers them in their order, acks=-1 ones once committed, so
+// one follower fetch carries several of them (kafka/producer/inflight.go
+// says how order is kept across retries).
 //
 // # The controller
 //

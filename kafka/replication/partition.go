@@ -197,6 +197,12 @@ func (p *Partition) Append(set []byte, acks int16) (offset, end int64, code prot
 
 // WaitCommitted waits until the HW passes end (acks=-1), for at most timeout.
 func (p *Partition) WaitCommitted(end int64, timeout time.Duration) protocol.ErrorCode {
+	return p.WaitCommittedOr(end, timeout, nil)
+}
+
+// WaitCommittedOr is WaitCommitted that also gives up, with ErrRequestTimedOut, when abort is closed (the
+// producer's connection went away: nobody is left to answer).
+func (p *Partition) WaitCommittedOr(end int64, timeout time.Duration, abort <-chan struct{}) protocol.ErrorCode {
 	var timer *time.Timer
 	for {
 		p.mu.Lock()
@@ -217,6 +223,8 @@ func (p *Partition) WaitCommitted(end int64, timeout time.Duration) protocol.Err
 		select {
 		case <-ch:
 		case <-timer.C:
+			return protocol.ErrRequestTimedOut
+		case <-abort:
 			return protocol.ErrRequestTimedOut
 		}
 	}
