@@ -63,6 +63,9 @@ func consumerPerf(args []string, std stdio) error {
 	allocs := startAllocCounter()
 	t0 := time.Now()
 	tt := newTenths(*n, t0)
+	if *cpuprofile != "" {
+		tt.labelTenths() // per-tenth samples: go tool pprof -tagfocus tenth=N
+	}
 	lastData := t0
 	for got < *n {
 		// Poll checks every message's CRC (§3.3) and fetches when needed.

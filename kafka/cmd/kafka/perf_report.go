@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +39,25 @@ type tenths struct {
 	// on the machine, not slowed by more work per message.
 	sched0 schedTimes
 	sched  [10]schedTimes
+
+	// label: while a CPU profile runs, the goroutine that observes carries
+	// the pprof label tenth=1..10 of the tenth it is in, so that one
+	// profile shows each tenth's samples apart
+	// (go tool pprof -tagfocus tenth=3).
+	label bool
+}
+
+// labelTenths labels the calling goroutine's profile samples with the
+// tenth it is in, from now on (see tenths.label).
+func (t *tenths) labelTenths() {
+	t.label = true
+	t.setLabel()
+}
+
+func (t *tenths) setLabel() {
+	if t.label && t.next < 10 {
+		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("tenth", strconv.Itoa(t.next+1))))
+	}
 }
 
 func newTenths(n int64, start time.Time) *tenths {
@@ -65,6 +86,7 @@ func (t *tenths) markAt(done int64, now time.Time) {
 	if t.next < 10 {
 		t.nextAt = t.threshold(t.next)
 	}
+	t.setLabel()
 }
 
 // complete reports whether all ten marks were recorded.

@@ -80,6 +80,9 @@ func producerPerf(args []string, std stdio) error {
 	allocs := startAllocCounter()
 	start := time.Now()
 	tt := newTenths(*n, start)
+	if *cpuprofile != "" {
+		tt.labelTenths() // per-tenth samples: go tool pprof -tagfocus tenth=N
+	}
 	for sent := int64(0); sent < *n; {
 		k := min(int64(*batch), *n-sent)
 		if err := p.Send(*topic, int32(*partition), msgs[:k]...); err != nil {
