@@ -3,8 +3,10 @@
 // producer and consumer can be reported as a fraction of it (and a ratio
 // against another system read knowing what bounds it). Every probe moves
 // 200-byte messages in the magic-0 format (docs/PROTOCOL.md §2) over
-// loopback TCP between two goroutines of this process, with one CRC per
-// message on each side that must compute or check one:
+// loopback TCP from a sender in a process of its own (this binary,
+// re-executed, as the broker is a process of its own) to a reader in this
+// one, with one CRC per message on each side that must compute or check
+// one:
 //
 //	consumer         a sender sendfile(2)s a file of message sets; the reader
 //	                 checks every message's CRC (the consumer's ceiling:
@@ -19,7 +21,12 @@
 // A producer probe's clock stops when the reader has written every byte
 // and a last fsync has returned, as our producer-perf's stops when the
 // broker holds every message. The reader reads up to ReadSize bytes at a
-// time and carries a partial message over to the next read.
+// time and carries a partial message over to the next read; a producer
+// probe's reader asks the kernel to wake it only once WriteSize bytes are
+// queued (SO_RCVLOWAT), so it is not woken, nor its sender made to wake
+// it, for every write: a broker must answer a FETCH at once and cannot do
+// without those wake-ups, so the gap to the probe includes their cost
+// (docs/PERFORMANCE.md, "the batch-1 ceiling").
 //
 // The page cache is part of the result: the file the consumer probe sends
 // is read from it, and the producer probes write into it. Result records
@@ -97,6 +104,10 @@ type Result struct {
 	CachedMBAfter  int64 `json:"cached_mb_after"`
 	// Fsyncs counts the producer probes' fsyncs of the file.
 	Fsyncs int64 `json:"fsyncs,omitempty"`
+	// Reads counts the reader's reads of the socket (each a read(2) that
+	// returned data, or the one that found it closed): how often the
+	// reader was woken.
+	Reads int64 `json:"reads,omitempty"`
 }
 
 // LastOverFirst is the last tenth's rate over the first's.
@@ -151,6 +162,7 @@ type clock struct {
 	start time.Time
 	marks [10]time.Time
 	next  int
+	reads int64 // the reader's Read calls
 }
 
 func newClock(n int64) *clock { return &clock{n: n, start: time.Now()} }
@@ -165,7 +177,7 @@ func (c *clock) observe(done int64) {
 // result turns the marks into rates; end is when the run ended (the last
 // mark, or the final fsync's return for a producer probe).
 func (c *clock) result(end time.Time) Result {
-	r := Result{Messages: c.n, Seconds: end.Sub(c.start).Seconds()}
+	r := Result{Messages: c.n, Seconds: end.Sub(c.start).Seconds(), Reads: c.reads}
 	if c.next == 10 {
 		c.marks[9] = end
 		prev := c.start
@@ -189,6 +201,9 @@ func Describe(r Result) string {
 	fmt.Fprintf(&b, ", last/first %.2f, page cache %d → %d MB", r.LastOverFirst(), r.CachedMBBefore, r.CachedMBAfter)
 	if r.Fsyncs > 0 {
 		fmt.Fprintf(&b, ", %d fsyncs", r.Fsyncs)
+	}
+	if r.Reads > 0 {
+		fmt.Fprintf(&b, ", %d reads (%.1f messages per read)", r.Reads, float64(r.Messages)/float64(r.Reads))
 	}
 	return b.String()
 }

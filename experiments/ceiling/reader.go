@@ -18,6 +18,7 @@ func check(r io.Reader, n int64, size, readSize int, clk *clock, sink func([]byt
 	var done int64
 	for done < n {
 		m, rerr := r.Read(buf[have:])
+		clk.reads++
 		have += m
 		pos := 0
 		for have-pos >= headerSize && done < n {
