@@ -23,7 +23,9 @@ func (cn *conn) handleProduce(body []byte) error {
 
 // produce appends one message set. There is no answer (§5), so problems are
 // only logged: a bad set is refused whole (the log validates every CRC
-// before appending, §3.3), and a bad topic or partition drops the request.
+// before appending, §3.3, and unpacks every compressed wrapper: one that
+// does not decode, inflates past the limit or holds bad messages is refused
+// with the set), and a bad topic or partition drops the request.
 func (cn *conn) produce(p *protocol.ProduceRequest) {
 	if _, hit := cn.logs[partKey{p.Topic, p.Partition}]; !hit && cn.replicatedTopic(p.Topic) {
 		// docs/PROTOCOL.md §10: a 0.7 PRODUCE to a replicated topic is an
@@ -74,13 +76,8 @@ func (cn *conn) logFor(topic string, partition int32, set []byte) (*log.Log, err
 		return l, nil
 	}
 	if _, ok := cn.b.logs.Get(topic, int(partition)); !ok {
-		valid, _, err := message.Validate(set)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", log.ErrInvalidMessage, err)
-		}
-		if valid != len(set) {
-			return nil, fmt.Errorf("%w: %d-byte set ends with a partial message after %d bytes",
-				log.ErrInvalidMessage, len(set), valid)
+		if _, err := message.ValidateWholeDeep(set); err != nil {
+			return nil, fmt.Errorf("%w: %d-byte set refused whole: %w", log.ErrInvalidMessage, len(set), err)
 		}
 	}
 	l, err := cn.b.logs.GetOrCreate(topic, int(partition))

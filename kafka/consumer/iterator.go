@@ -44,12 +44,8 @@ type PartitionIterator struct {
 	// MinBackoff and MaxBackoff tune the polling when caught up.
 	MinBackoff, MaxBackoff time.Duration
 
-	it      message.Iterator // over the last fetched set
-	base    int64            // offset of that set's first byte
-	inner   message.Iterator // over an unpacked wrapper
-	inWrap  bool
-	wrapOff int64 // offset of the wrapper being unpacked
-	wrapEnd int64 // offset after it
+	it   message.DeepIterator // over the last fetched set, wrappers unpacked into its reused buffer
+	base int64                // offset of that set's first byte
 
 	msg     message.Message
 	off     int64
@@ -76,7 +72,6 @@ func NewPartitionIterator(c *SimpleConsumer, topic string, partition int32, offs
 func (p *PartitionIterator) SeekTo(offset int64) {
 	p.it.Reset(nil, offset)
 	p.base = offset
-	p.inWrap = false
 	p.err = nil
 	p.msg = nil
 	p.off, p.next = offset, offset
@@ -167,54 +162,14 @@ func (p *PartitionIterator) fetchOffset() int64 { return p.base + int64(p.it.Con
 
 // nextBuffered moves to the next message already fetched, if any.
 func (p *PartitionIterator) nextBuffered() bool {
-	for {
-		if p.inWrap {
-			if p.inner.Next() {
-				m := p.inner.Message()
-				if !m.Valid() {
-					p.err = fmt.Errorf("consumer: %s-%d: message %d bytes into the wrapper at offset %d: %w",
-						p.topic, p.partition, p.inner.Offset(), p.wrapOff, ErrChecksum)
-					return false
-				}
-				p.msg, p.off = m, p.wrapOff
-				if p.inner.Remaining() == 0 {
-					p.next = p.wrapEnd
-				} else {
-					p.next = p.wrapOff
-				}
-				return true
-			}
-			if err := p.inner.Err(); err != nil {
-				p.err = fmt.Errorf("consumer: %s-%d: wrapper at offset %d: %w", p.topic, p.partition, p.wrapOff, err)
-				return false
-			}
-			p.inWrap = false
+	if !p.it.Next() {
+		if err := p.it.Err(); err != nil {
+			p.err = fmt.Errorf("consumer: %s-%d: %w", p.topic, p.partition, err)
 		}
-		if !p.it.Next() {
-			if err := p.it.Err(); err != nil {
-				p.err = fmt.Errorf("consumer: %s-%d: %w", p.topic, p.partition, err)
-			}
-			return false
-		}
-		m := p.it.Message()
-		if !m.Valid() {
-			p.err = fmt.Errorf("consumer: %s-%d: message at offset %d (%d bytes): %w",
-				p.topic, p.partition, p.it.Offset(), len(m), ErrChecksum)
-			return false
-		}
-		if m.Magic() == message.MagicV1 && m.Codec() != message.CodecNone {
-			set, err := message.Decompress(m)
-			if err != nil {
-				p.err = fmt.Errorf("consumer: %s-%d: wrapper at offset %d: %w", p.topic, p.partition, p.it.Offset(), err)
-				return false
-			}
-			p.inner.Reset(set, 0)
-			p.inWrap, p.wrapOff, p.wrapEnd = true, p.it.Offset(), p.it.NextOffset()
-			continue
-		}
-		p.msg, p.off, p.next = m, p.it.Offset(), p.it.NextOffset()
-		return true
+		return false
 	}
+	p.msg, p.off, p.next = p.it.Message(), p.it.Offset(), p.it.NextOffset()
+	return true
 }
 
 // Message is the current message (header included).

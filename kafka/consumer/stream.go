@@ -75,18 +75,14 @@ type Stream struct {
 	stop    chan struct{} // closed when the stream ends (Close or a failed rebalance)
 	timer   *time.Timer   // reused by the Next goroutine for consumer.timeout.ms
 
-	mu      sync.Mutex
-	gen     uint64 // generation whose chunks are current; older ones are dropped
-	final   error  // set once the stream has ended because of a failed rebalance
-	ended   bool
-	cur     *chunk
-	it      message.Iterator
-	inner   message.Iterator // over an unpacked compressed wrapper
-	inWrap  bool
-	wrapOff int64
-	wrapEnd int64
-	msg     StreamMessage
-	err     error
+	mu    sync.Mutex
+	gen   uint64 // generation whose chunks are current; older ones are dropped
+	final error  // set once the stream has ended because of a failed rebalance
+	ended bool
+	cur   *chunk
+	it    message.DeepIterator // over cur's set, wrappers unpacked into its reused buffer
+	msg   StreamMessage
+	err   error
 }
 
 func newStream(id, topic string, queued int, timeout time.Duration) *Stream {
@@ -132,7 +128,7 @@ func (s *Stream) next(block bool) bool {
 				s.mu.Unlock()
 				return false
 			}
-			s.cur, s.inWrap = nil, false
+			s.cur = nil
 		}
 		s.mu.Unlock()
 		var c *chunk
@@ -201,62 +197,23 @@ func (s *Stream) wait() (*chunk, error) {
 
 // advance moves to the next message of the current chunk, unpacking compressed wrappers, and records it as
 // consumed. It returns false at the end of the chunk, or with s.err set on a bad message (which is skipped
-// if Next is called again). Called with s.mu held.
+// if Next is called again; a chunk whose framing is broken is dropped). Called with s.mu held.
 func (s *Stream) advance() bool {
 	p := s.cur.part
-	for {
-		if s.inWrap {
-			if s.inner.Next() {
-				m := s.inner.Message()
-				if !m.Valid() {
-					s.err = fmt.Errorf("consumer: %s/%s: message %d bytes into the wrapper at offset %d: %w",
-						p.topic, p.name, s.inner.Offset(), s.wrapOff, ErrChecksum)
-					return false
-				}
-				next := s.wrapOff // §3.3 via docs/PROTOCOL.md §2: a commit in the middle of a wrapper replays it
-				if s.inner.Remaining() == 0 {
-					next = s.wrapEnd
-				}
-				s.hand(p, m, s.wrapOff, next)
-				return true
-			}
-			s.inWrap = false
-			if err := s.inner.Err(); err != nil {
-				s.err = fmt.Errorf("consumer: %s/%s: wrapper at offset %d: %w", p.topic, p.name, s.wrapOff, err)
-				return false
-			}
-		}
-		if !s.it.Next() {
-			if err := s.it.Err(); err != nil {
-				s.err = fmt.Errorf("consumer: %s/%s: %w", p.topic, p.name, err)
+	if !s.it.Next() {
+		if err := s.it.Err(); err != nil {
+			s.err = fmt.Errorf("consumer: %s/%s: %w", p.topic, p.name, err)
+			if !s.it.SkipBad() {
 				s.cur = nil
 			}
-			return false
 		}
-		m := s.it.Message()
-		if !m.Valid() {
-			s.err = fmt.Errorf("consumer: %s/%s: message at offset %d (%d bytes): %w",
-				p.topic, p.name, s.it.Offset(), len(m), ErrChecksum)
-			return false
-		}
-		if m.Magic() == message.MagicV1 && m.Codec() != message.CodecNone {
-			inner, err := message.Decompress(m)
-			if err != nil {
-				s.err = fmt.Errorf("consumer: %s/%s: wrapper at offset %d: %w", p.topic, p.name, s.it.Offset(), err)
-				return false
-			}
-			s.inner.Reset(inner, 0)
-			s.inWrap, s.wrapOff, s.wrapEnd = true, s.it.Offset(), s.it.NextOffset()
-			continue
-		}
-		s.hand(p, m, s.it.Offset(), s.it.NextOffset())
-		return true
+		return false
 	}
-}
-
-func (s *Stream) hand(p *ownedPartition, m message.Message, off, next int64) {
-	s.msg = StreamMessage{Topic: p.topic, Partition: p.name, Offset: off, NextOffset: next, Payload: m.Payload()}
-	p.consumed.Store(next)
+	// §3.3 via docs/PROTOCOL.md §2: a commit in the middle of a wrapper replays it (NextOffset).
+	s.msg = StreamMessage{Topic: p.topic, Partition: p.name, Offset: s.it.Offset(), NextOffset: s.it.NextOffset(),
+		Payload: s.it.Message().Payload()}
+	p.consumed.Store(s.msg.NextOffset)
+	return true
 }
 
 // reset starts generation gen: whatever was fetched before is dropped, so a partition that moved to another
@@ -265,7 +222,7 @@ func (s *Stream) hand(p *ownedPartition, m message.Message, off, next int64) {
 func (s *Stream) reset(gen uint64) {
 	s.mu.Lock()
 	s.gen = gen
-	s.cur, s.inWrap = nil, false
+	s.cur = nil
 	s.mu.Unlock()
 	for {
 		select {

@@ -7,15 +7,8 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/message/messagetest"
 )
-
-func testSet(base string, n int) []byte {
-	var set []byte
-	for i := range n {
-		set = message.AppendV0(set, fmt.Appendf(nil, "%s%d", base, i))
-	}
-	return set
-}
 
 func testPart(s *Stream, name string) *ownedPartition {
 	p := &ownedPartition{topic: s.topic, name: name, stream: s, committed: -1}
@@ -26,7 +19,7 @@ func testPart(s *Stream, name string) *ownedPartition {
 func TestStreamOrderAndOffsets(t *testing.T) {
 	s := newStream("c-0", "t", 4, -1)
 	p := testPart(s, "0-0")
-	set := testSet("m", 3)
+	set := messagetest.PlainSet("m", 3)
 	s.queue <- &chunk{part: p, set: set[:len(set)-2], base: 100} // the last message cut short: dropped
 	if !s.Next() || string(s.Message().Payload) != "m0" || s.Message().Offset != 100 {
 		t.Fatalf("first message %+v err %v", s.Message(), s.Err())
@@ -52,15 +45,15 @@ func TestStreamOrderAndOffsets(t *testing.T) {
 func TestStreamDropsOldGeneration(t *testing.T) {
 	s := newStream("c-0", "t", 4, 50*time.Millisecond)
 	p := testPart(s, "0-0")
-	s.queue <- &chunk{part: p, set: testSet("old", 2), gen: 0}
+	s.queue <- &chunk{part: p, set: messagetest.PlainSet("old", 2), gen: 0}
 	if !s.Next() || string(s.Message().Payload) != "old0" {
 		t.Fatalf("got %q", s.Message().Payload)
 	}
 	// A rebalance: the rest of the current chunk and everything queued are dropped.
-	s.queue <- &chunk{part: p, set: testSet("queued", 1), gen: 0}
+	s.queue <- &chunk{part: p, set: messagetest.PlainSet("queued", 1), gen: 0}
 	s.reset(1)
-	s.queue <- &chunk{part: p, set: testSet("stale", 1), gen: 0} // a fetcher of the old generation
-	s.queue <- &chunk{part: p, set: testSet("new", 1), gen: 1}
+	s.queue <- &chunk{part: p, set: messagetest.PlainSet("stale", 1), gen: 0} // a fetcher of the old generation
+	s.queue <- &chunk{part: p, set: messagetest.PlainSet("new", 1), gen: 1}
 	if !s.Next() || string(s.Message().Payload) != "new0" {
 		t.Fatalf("after reset got %q, err %v", s.Message().Payload, s.Err())
 	}
@@ -71,7 +64,7 @@ func TestStreamDropsOldGeneration(t *testing.T) {
 		t.Fatalf("err %v, want ErrConsumerTimeout", s.Err())
 	}
 	// A timeout is not final.
-	s.queue <- &chunk{part: p, set: testSet("later", 1), gen: 1}
+	s.queue <- &chunk{part: p, set: messagetest.PlainSet("later", 1), gen: 1}
 	if !s.Next() || string(s.Message().Payload) != "later0" {
 		t.Fatalf("after timeout got %q, err %v", s.Message().Payload, s.Err())
 	}
@@ -96,7 +89,7 @@ func TestStreamEnd(t *testing.T) {
 func TestStreamChecksumIsReportedAndSkipped(t *testing.T) {
 	s := newStream("c-0", "t", 2, -1)
 	p := testPart(s, "1-3")
-	set := testSet("x", 3)
+	set := messagetest.PlainSet("x", 3)
 	set[message.SizeV0(2)+message.HeaderSizeV0] ^= 0xff // corrupt the second payload
 	s.queue <- &chunk{part: p, set: set, base: 0}
 	if !s.Next() {
@@ -113,12 +106,12 @@ func TestStreamChecksumIsReportedAndSkipped(t *testing.T) {
 func TestStreamCompressedOffsets(t *testing.T) {
 	s := newStream("c-0", "t", 2, -1)
 	p := testPart(s, "0-0")
-	inner := testSet("z", 3)
+	inner := messagetest.PlainSet("z", 3)
 	w, err := message.Compress(message.CodecGzip, inner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := append(testSet("plain", 1), w...)
+	set := append(messagetest.PlainSet("plain", 1), w...)
 	s.queue <- &chunk{part: p, set: set, base: 1000}
 	wrapOff := int64(1000 + message.SizeV0(len("plain0")))
 	wrapEnd := 1000 + int64(len(set))
@@ -142,7 +135,7 @@ func TestStreamCompressedOffsets(t *testing.T) {
 func TestStreamNextAllocs(t *testing.T) {
 	s := newStream("c-0", "t", 1, -1)
 	p := testPart(s, "0-0")
-	set := testSet("payload-", 1000)
+	set := messagetest.PlainSet("payload-", 1000)
 	c := &chunk{part: p, set: set}
 	s.queue <- c
 	if !s.Next() {

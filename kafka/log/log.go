@@ -98,18 +98,27 @@ func (l *Log) Dir() string { return l.dir }
 
 // Append validates every message of set and appends the whole set to the
 // active segment, returning the offset of its first message. A set with a
-// bad CRC, a bad magic or a partial tail is refused whole (ErrInvalidMessage
-// wrapping the cause), so the log never holds a message a consumer would
-// reject. An empty set appends nothing. The bytes become readable only once
-// flushed (see HighWaterMark). A storage error leaves the log as it was and
+// bad CRC, a bad magic or a partial tail, or with a compressed wrapper that
+// does not unpack (message.Unpack: a payload that does not decode or inflates
+// past the limit, an inner set that is not whole, valid messages), is
+// refused whole (ErrInvalidMessage wrapping the cause), so the log never
+// holds a message a consumer would reject, nor one at which recovery would
+// cut the log short (recover.go). An empty set appends nothing. The bytes
+// become readable only once flushed (see HighWaterMark). A storage error leaves the log as it was and
 // is ErrStorage wrapping the cause; so is every append while the partition
 // stays failed (failure.go).
 func (l *Log) Append(set []byte) (offset int64, err error) {
 	// §3.3: every message carries a CRC; check them all before writing any.
-	count, err := message.ValidateWhole(set)
+	count, err := message.ValidateWholeDeep(set)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %d-byte set refused whole: %w", ErrInvalidMessage, len(set), err)
 	}
+	return l.appendValidated(set, count)
+}
+
+// appendValidated is Append after validation: count is the number of
+// messages of set.
+func (l *Log) appendValidated(set []byte, count int) (offset int64, err error) {
 	if len(set) == 0 {
 		return l.leo.Load(), nil
 	}

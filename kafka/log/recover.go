@@ -159,18 +159,13 @@ func scanValid(f *os.File, size int64) (good int64, reason string, err error) {
 		if _, err := io.ReadFull(r, buf[message.LengthSize:total]); err != nil {
 			return good, "", err
 		}
-		// The message's structure, attributes and CRC, as Append checks
-		// them; and, since the CRC does not cover a magic-1 message's
-		// attributes, a wrapper must also decompress to whole messages (a
-		// flipped codec bit shows only there).
-		m := message.Message(buf[:total])
-		if _, err := message.ValidateWhole(m); err != nil {
+		// The message's structure, attributes and CRC, and a wrapper's
+		// inner set, exactly as Append checks them: what Append took,
+		// recovery keeps. Since the CRC does not cover a magic-1 message's
+		// attributes, a flipped codec bit shows only as a wrapper that does
+		// not unpack.
+		if _, err := message.ValidateWholeDeep(buf[:total]); err != nil {
 			return good, err.Error(), nil
-		}
-		if m.Codec() != message.CodecNone {
-			if _, err := message.Decompress(m); err != nil {
-				return good, err.Error(), nil
-			}
 		}
 		good += int64(total)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
 // What replication (package kafka/replication, docs/PROTOCOL.md §10) needs
@@ -34,6 +36,19 @@ func (m *Manager) GetOrCreateReplica(topic string, partition int) (*Log, error) 
 		return nil, fmt.Errorf("%w: partition %d of topic %q", ErrInvalidPartition, partition, topic)
 	}
 	return m.create(topic, partition)
+}
+
+// AppendReplica is Append for a follower's copy of its leader's bytes
+// (docs/PROTOCOL.md §10: the same bytes at the same offsets on every
+// replica). It checks the framing and every CRC as Append does but does not
+// unpack compressed wrappers: the leader's Append checked them, and a copy
+// must not refuse, and so stall on, what its leader holds.
+func (l *Log) AppendReplica(set []byte) (offset int64, err error) {
+	count, err := message.ValidateWhole(set)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %d-byte set refused whole: %w", ErrInvalidMessage, len(set), err)
+	}
+	return l.appendValidated(set, count)
 }
 
 // ReadUpTo is Read for a replicated partition: offsets up to the log end

@@ -74,7 +74,8 @@ func AppendCompressed(dst []byte, codec Codec, set []byte) ([]byte, error) {
 // Decompress returns the inner message set of a wrapper. For a magic-0
 // message it is ErrNotWrapper: there is nothing inside. It checks that the
 // inner set is whole messages that are not themselves compressed; CRCs of
-// the inner messages are left to the caller, as for any set.
+// the inner messages are left to the caller, as for any set (Unpack, in
+// deep.go, checks them too).
 func Decompress(m Message) ([]byte, error) {
 	return AppendDecompressed(nil, m)
 }
@@ -83,6 +84,12 @@ func Decompress(m Message) ([]byte, error) {
 // Decompress); a consumer that reuses dst decompresses without allocating
 // once dst has grown.
 func AppendDecompressed(dst []byte, m Message) ([]byte, error) {
+	return appendDecompressed(dst, m, false)
+}
+
+// appendDecompressed is AppendDecompressed, checking the inner CRCs too when
+// crcs is set (Unpack).
+func appendDecompressed(dst []byte, m Message, crcs bool) ([]byte, error) {
 	if m.Magic() != MagicV1 {
 		return dst, fmt.Errorf("%w: magic-%d message of %d bytes", ErrNotWrapper, m.Magic(), len(m))
 	}
@@ -101,19 +108,23 @@ func AppendDecompressed(dst []byte, m Message) ([]byte, error) {
 	if err != nil {
 		return dst[:start], fmt.Errorf("%v wrapper of %d bytes: %w", m.Codec(), len(m), err)
 	}
-	if err := checkInner(dst[start:]); err != nil {
+	if err := checkInner(dst[start:], crcs); err != nil {
 		return dst[:start], fmt.Errorf("%v wrapper of %d bytes: %w", m.Codec(), len(m), err)
 	}
 	return dst, nil
 }
 
 // checkInner checks the structure of a wrapper's inner set: whole messages,
-// none of them compressed.
-func checkInner(set []byte) error {
+// none of them compressed; and with crcs, every message's CRC.
+func checkInner(set []byte, crcs bool) error {
 	it := NewIterator(set, 0)
 	for it.Next() {
-		if c := it.Message().Codec(); c != CodecNone {
+		m := it.Message()
+		if c := m.Codec(); c != CodecNone {
 			return fmt.Errorf("%w: inner message at byte %d has codec %v", ErrNestedWrapper, it.Offset(), c)
+		}
+		if crcs && !m.Valid() {
+			return fmt.Errorf("%w: inner message at byte %d (stored %08x)", ErrChecksum, it.Offset(), m.Checksum())
 		}
 	}
 	if err := it.Err(); err != nil {

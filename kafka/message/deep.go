@@ -1,23 +1,45 @@
 package message
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
+
+// Unpack appends the inner set of wrapper m to dst, checked as a reader
+// needs it: the payload decodes within MaxDecompressedSize, the inner set is
+// whole messages, none of them compressed, and every inner message's CRC
+// matches its payload (§3.3). The wrapper's own CRC is the caller's to
+// check, as for any message. On an error dst comes back as it was given.
+//
+// It is the one place a wrapper is opened to be read: DeepIterator (the
+// consumers), ValidateWholeDeep (the broker's check of a produced set) and
+// the log's recovery all call it. Decompress, which leaves inner CRCs alone,
+// is for tools that show what a bad wrapper holds.
+func Unpack(dst []byte, m Message) ([]byte, error) {
+	return appendDecompressed(dst, m, true)
+}
 
 // DeepIterator walks a message set like Iterator and also unpacks compressed
-// wrappers, yielding their inner messages. Offsets stay those of the log: an
-// inner message reports its wrapper's offset, and its NextOffset is the
-// wrapper's own start for every inner message but the last, which reports the
-// offset after the wrapper. A consumer that commits in the middle of a
-// wrapper therefore replays the whole wrapper: at-least-once (§3.3).
+// wrappers (with Unpack), yielding their inner messages. Offsets stay those
+// of the log: an inner message reports its wrapper's offset, and its
+// NextOffset is the wrapper's own start for every inner message but the
+// last, which reports the offset after the wrapper. A consumer that commits
+// in the middle of a wrapper therefore replays the whole wrapper:
+// at-least-once (§3.3).
 //
 // It checks every CRC, of wrappers and of inner messages: a mismatch stops
-// iteration with ErrChecksum. Uncompressed sets allocate nothing.
+// iteration with ErrChecksum, a wrapper that does not unpack with Unpack's
+// error; SkipBad goes on after such a message. The wrapper's inner set is
+// unpacked into a buffer the iterator keeps and reuses (Reset keeps it too),
+// so an inner message is valid until Next unpacks the next wrapper, and once
+// the buffer has grown no message costs an allocation. Uncompressed sets
+// allocate nothing.
 type DeepIterator struct {
 	outer Iterator
-	inner Iterator
-	inIn  bool  // iterating inside a wrapper
-	wOff  int64 // wrapper offset
-	wNext int64 // offset after the wrapper
-	last  bool  // current inner message is the wrapper's last
+	inner Iterator // over buf, while inIn
+	buf   []byte   // the current wrapper's inner set
+	inIn  bool     // iterating inside a wrapper
+	last  bool     // the current inner message is its wrapper's last
 	err   error
 }
 
@@ -26,52 +48,60 @@ func NewDeepIterator(set []byte, base int64) DeepIterator {
 	return DeepIterator{outer: NewIterator(set, base)}
 }
 
-// Next advances to the next message, descending into wrappers.
+// Reset points the iterator at a new set, keeping its unpacking buffer.
+func (d *DeepIterator) Reset(set []byte, base int64) {
+	*d = DeepIterator{outer: NewIterator(set, base), buf: d.buf[:0]}
+}
+
+// Next advances to the next message, descending into wrappers. It returns
+// false at the end of the set, at a partial tail (Err nil), or on a bad
+// message (Err set).
 func (d *DeepIterator) Next() bool {
 	if d.err != nil {
 		return false
 	}
-	for {
-		if d.inIn {
-			if d.inner.Next() {
-				if m := d.inner.Message(); !m.Valid() {
-					d.err = fmt.Errorf("%w inside wrapper at offset %d", ErrChecksum, d.wOff)
-					return false
-				}
-				d.last = d.inner.Remaining() == 0
-				return true
-			}
-			if err := d.inner.Err(); err != nil {
-				d.err = fmt.Errorf("inside wrapper at offset %d: %w", d.wOff, err)
-				return false
-			}
-			if d.inner.Remaining() != 0 {
-				d.err = fmt.Errorf("%w: wrapper at offset %d ends in a partial message", ErrTruncated, d.wOff)
-				return false
-			}
-			d.inIn = false
+	if d.inIn {
+		if d.inner.Next() { // Unpack checked the inner set whole, CRCs included
+			d.last = d.inner.Remaining() == 0
+			return true
 		}
-		if !d.outer.Next() {
-			d.err = d.outer.Err()
-			return false
-		}
+		d.inIn = false
+	}
+	for d.outer.Next() {
 		m := d.outer.Message()
 		if !m.Valid() {
-			d.err = fmt.Errorf("%w at offset %d", ErrChecksum, d.outer.Offset())
+			d.err = fmt.Errorf("%w at offset %d (%d bytes, stored %08x)", ErrChecksum, d.outer.Offset(), len(m), m.Checksum())
 			return false
 		}
 		if m.Codec() == CodecNone {
 			return true
 		}
-		inner, err := Decompress(m)
+		buf, err := Unpack(d.buf[:0], m)
+		d.buf = buf
 		if err != nil {
 			d.err = fmt.Errorf("wrapper at offset %d: %w", d.outer.Offset(), err)
 			return false
 		}
-		d.wOff, d.wNext = d.outer.Offset(), d.outer.NextOffset()
-		d.inner.Reset(inner, 0)
-		d.inIn = true
+		d.inner.Reset(d.buf, 0)
+		if d.inner.Next() { // else an empty wrapper: nothing to yield
+			d.inIn, d.last = true, d.inner.Remaining() == 0
+			return true
+		}
 	}
+	d.err = d.outer.Err()
+	return false
+}
+
+// SkipBad clears the error of a bad message (a CRC mismatch, a wrapper that
+// does not unpack), so that Next goes on with the message after it, and
+// reports whether it could: a set whose framing is broken (Iterator's
+// errors) has no next message to go on with.
+func (d *DeepIterator) SkipBad() bool {
+	if d.outer.Err() != nil {
+		return false
+	}
+	d.err = nil
+	return true
 }
 
 // Message is the current (inner or plain) message.
@@ -88,7 +118,7 @@ func (d *DeepIterator) Offset() int64 { return d.outer.Offset() }
 // NextOffset is where to resume after the current message (see type doc).
 func (d *DeepIterator) NextOffset() int64 {
 	if d.inIn && !d.last {
-		return d.wOff
+		return d.outer.Offset()
 	}
 	return d.outer.NextOffset()
 }
@@ -98,3 +128,52 @@ func (d *DeepIterator) Err() error { return d.err }
 
 // Consumed is the number of bytes of whole outer messages passed so far.
 func (d *DeepIterator) Consumed() int { return d.outer.Consumed() }
+
+// ValidateWholeDeep is ValidateWhole for a set a producer sent (the broker's
+// check before appending it, §3.3): also every compressed wrapper must
+// Unpack, so the log never stores a wrapper its consumers, and its own
+// recovery, would refuse. count is the number of outer messages. A set
+// without wrappers costs what ValidateWhole costs and allocates nothing;
+// wrappers are unpacked into pooled buffers.
+func ValidateWholeDeep(set []byte) (count int, err error) {
+	var buf *[]byte
+	it := NewIterator(set, 0)
+	for it.Next() {
+		m := it.Message()
+		if !m.Valid() {
+			err = fmt.Errorf("%w at offset %d (stored %08x)", ErrChecksum, it.cur, m.Checksum())
+			break
+		}
+		if m.Codec() != CodecNone {
+			if buf == nil {
+				buf = unpackBuffers.Get().(*[]byte)
+			}
+			if *buf, err = Unpack((*buf)[:0], m); err != nil {
+				err = fmt.Errorf("wrapper at offset %d: %w", it.cur, err)
+				break
+			}
+		}
+		count++
+	}
+	if buf != nil {
+		if cap(*buf) <= maxPooledBuffer {
+			unpackBuffers.Put(buf)
+		}
+	}
+	if err != nil {
+		return count, err
+	}
+	if err := it.Err(); err != nil {
+		return count, err
+	}
+	if it.Remaining() != 0 {
+		return count, fmt.Errorf("%w: %d bytes left after %d whole messages (%d bytes)", ErrTruncated, it.Remaining(), count, it.Consumed())
+	}
+	return count, nil
+}
+
+// maxPooledBuffer: a buffer that grew past 4 MiB (a wrapper of far more
+// than a batch of ordinary messages) is left to the collector, not kept.
+const maxPooledBuffer = 4 << 20
+
+var unpackBuffers = sync.Pool{New: func() any { return new([]byte) }}

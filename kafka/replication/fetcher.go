@@ -330,7 +330,7 @@ func (f *fetcher) applyPart(i int, part *protocol.ReplicaFetchPart) error {
 // them to the file before the next fetch reports the new LEO, and takes the leader's HW.
 func (p *Partition) appendAsFollower(set []byte, expected int64, epochs []protocol.EpochEntry, hw int64) error {
 	if len(set) > 0 {
-		off, err := p.log.Append(set)
+		off, err := p.log.AppendReplica(set)
 		if err != nil {
 			return fmt.Errorf("replication: follower append to %s: %w", p.tp, err)
 		}

@@ -4,7 +4,7 @@
 // instruction counter can all run the same way:
 //
 //	message/iterate          walk a 300 KB fetched set, checking every CRC
-//	message/validate         the broker's check of a produced set (CRC, framing)
+//	message/validate         the broker's check of a produced set (CRC, framing, wrappers)
 //	message/build            the producer's encoding of 50 messages
 //	log/append-batch1        Log.Append of one message
 //	log/append-batch50       Log.Append of a set of 50
