@@ -46,9 +46,10 @@ test: deps
 	$(GO) test -count=1 -timeout 70m ./...
 	$(MAKE) fuzz
 
-# Replication's fault tests (kafka/faults_test.go, kafka/failover_test.go) with more rounds and longer
-# runs than `make test` gives them; -v prints what each acknowledged, read back, lost and duplicated, and
-# the failover times.
+# Replication's fault tests (kafka/faults_test.go, kafka/faults_netns_test.go: hosts in network
+# namespaces, a leader cut off by iptables, a follower slowed by tc; kafka/failover_test.go) with more
+# rounds and longer runs than `make test` gives them; -v prints what each acknowledged, read back, lost
+# and duplicated, and the failover times. The namespace tests need root (they skip without it).
 .PHONY: test-faults
 test-faults: deps
 	FAULTS=long $(GO) test -count=1 -v -timeout 40m -run '^TestIntegration_(Fault|Failover)' ./kafka/

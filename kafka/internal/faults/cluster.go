@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
@@ -38,6 +39,12 @@ func Defaults() map[string]string {
 type Options struct {
 	Brokers int               // ids 0..Brokers-1
 	Props   map[string]string // server.properties over Defaults
+	// ZKConnect is a ZooKeeper the caller started (on a host of its own, say); "" starts one on this
+	// machine's loopback (kafka/zk/zktest).
+	ZKConnect string
+	// Host says where broker id runs and listens (kafkaproc.Options.Host); nil runs every broker here on
+	// 127.0.0.1.
+	Host func(id int) localsvc.Host
 }
 
 // Cluster is ZooKeeper and broker processes, stopped when the test ends. Its methods fail the test on a
@@ -58,6 +65,7 @@ type Broker struct {
 	dir  string
 	port int
 	ovr  map[string]string
+	host localsvc.Host
 	proc *kafkaproc.Process // the current (or last) process
 	up   bool
 	runs int
@@ -68,7 +76,10 @@ type Broker struct {
 func Start(t testing.TB, o Options) *Cluster {
 	t.Helper()
 	bin := kafkabin.Build(t)
-	connect := zktest.Start(t)
+	connect := o.ZKConnect
+	if connect == "" {
+		connect = zktest.Start(t)
+	}
 	zc, err := zk.Connect(connect, 10*time.Second)
 	if err != nil {
 		t.Fatalf("faults: ZooKeeper %s: %v", connect, err)
@@ -96,6 +107,9 @@ func Start(t testing.TB, o Options) *Cluster {
 		ovr := maps.Clone(props)
 		ovr["brokerid"], ovr["zk.connect"] = strconv.Itoa(id), connect
 		b := &Broker{ID: id, c: c, dir: filepath.Join(c.dir, "broker-"+strconv.Itoa(id)), ovr: ovr}
+		if o.Host != nil {
+			b.host = o.Host(id)
+		}
 		c.Brokers = append(c.Brokers, b)
 		b.Restart()
 	}
@@ -115,7 +129,7 @@ func (b *Broker) Restart() {
 	if b.runs > 0 {
 		_ = os.Rename(b.LogPath(), b.LogPath()+"."+strconv.Itoa(b.runs))
 	}
-	p, err := kafkaproc.Start(context.Background(), kafkaproc.Options{Bin: b.c.bin, Dir: b.dir, Port: b.port, Override: b.ovr})
+	p, err := kafkaproc.Start(context.Background(), kafkaproc.Options{Bin: b.c.bin, Dir: b.dir, Port: b.port, Host: b.host, Override: b.ovr})
 	if err != nil {
 		b.c.t.Fatalf("faults: start broker %d: %v", b.ID, err)
 	}
@@ -244,6 +258,22 @@ func (c *Cluster) WaitISR(topic string, p, n int, timeout time.Duration) time.Ti
 		}
 		if time.Now().After(deadline) {
 			c.t.Fatalf("faults: %s-%d: no ISR of %d within %v (state %+v)", topic, p, n, timeout, s)
+		}
+	}
+}
+
+// WaitInISR waits until the partition has a live leader and broker id is in its ISR, and returns when
+// that was first seen.
+func (c *Cluster) WaitInISR(topic string, p, id int, timeout time.Duration) time.Time {
+	c.t.Helper()
+	var s replication.State
+	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		s = c.State(topic, p)
+		if s.Leader >= 0 && int(s.Leader) < len(c.Brokers) && c.Brokers[s.Leader].up && slices.Contains(s.ISR, int32(id)) {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("faults: %s-%d: broker %d not in the ISR within %v (state %+v)", topic, p, id, timeout, s)
 		}
 	}
 }

@@ -13,6 +13,12 @@
 // its sockets and its ZooKeeper session until the session times out), resumed and restarted on the same
 // port and log.dir.
 //
+// By default everything runs on this machine's loopback. Options.ZKConnect and Options.Host put
+// ZooKeeper and each broker on hosts of their own: the network fault tests start ZooKeeper and the
+// brokers in network namespaces joined by a bridge (kafka/internal/faultnet), each listening on its
+// host's address, and run the clients and the checker in a namespace of their own, so that iptables and
+// tc can cut or slow one host's links while the others go on.
+//
 // # The history
 //
 // A Workload runs one synchronous producer per partition (producer.SyncProducer with
