@@ -22,6 +22,12 @@
 //	└──────┘     each task: Key, Time → processors → Emitter (producer)
 //	                        checkpoint (state + input offset) ──► ZooKeeper, one node per task
 //
+// A Runner is one processor process: a member of the group (consumer.GroupConsumer, for Algorithm 1's
+// ownership only), with one Task per partition it owns, each read with a consumer.PartitionIterator from its
+// checkpoint's offset and publishing through a producer. Processors are made per task by the Stage's
+// ProcessorFactory; WindowedAggregate is one, and any type with Process, AppendState and RestoreState can be
+// another.
+//
 // Each message goes through its stage's KeyFunc and TimeFunc, then its processors. Event time comes from
 // the message: the audit envelope's timestamp (package audit, Stage.Envelope / AuditTime) or a function of
 // the payload. A message whose key or time cannot be extracted is skipped and counted in the task's Report

@@ -228,3 +228,15 @@ func (t *Task) restore(b []byte) error {
 	t.offset, t.report = off, rep
 	return nil
 }
+
+// ReadCheckpoint decodes the offset and the report of a checkpoint without the processors' state (tools, and
+// tests that check a group's checkpoints).
+func ReadCheckpoint(b []byte) (offset int64, rep Report, err error) {
+	if len(b) < len(checkpointMagic) || [4]byte(b[:4]) != checkpointMagic {
+		return 0, Report{}, fmt.Errorf("%w: %d bytes starting %q, not a version 1 checkpoint", ErrBadCheckpoint, len(b), clip(b[:min(len(b), 4)]))
+	}
+	d := &decoder{b: b[4:]}
+	offset = d.varint()
+	rep.decode(d)
+	return offset, rep, d.err
+}
