@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -219,10 +220,14 @@ func TestIntegration_KilledServerRunContinues(t *testing.T) {
 	}
 }
 
-// Nothing of ours may be left running.
+// Nothing of ours may be left running. Ours are this process's children
+// (the local provider starts each broker itself, and "ip netns exec" execs
+// in place): a plain `pgrep -f` also saw the brokers of any other run on the
+// machine, a `make reproduce` or another package's tests beside this one,
+// and failed a run that had left nothing behind.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if out, _ := exec.Command("pgrep", "-f", "kafkarepro-local-.*/bin/kafka server-start").Output(); len(out) > 0 {
+	if out, _ := exec.Command("pgrep", "-P", strconv.Itoa(os.Getpid()), "-f", "kafkarepro-local-.*/bin/kafka server-start").Output(); len(out) > 0 {
 		println("leftover kafka servers:", string(out))
 		code = 1
 	}
