@@ -139,17 +139,13 @@ func checkInner(set []byte, crcs bool) error {
 // appendGunzip appends the gunzipped p to dst, stopping with ErrTooLarge as
 // soon as more than limit bytes come out.
 func appendGunzip(dst, p []byte, limit int) ([]byte, error) {
-	zr, _ := gzipReaders.Get().(*gzip.Reader)
-	var err error
-	if zr == nil {
-		zr, err = gzip.NewReader(bytes.NewReader(p))
-	} else {
-		err = zr.Reset(bytes.NewReader(p))
-	}
-	if err != nil {
+	g := gunzips.Get().(*gunzip)
+	defer gunzips.Put(g)
+	g.br.Reset(p)
+	zr := &g.zr
+	if err := zr.Reset(&g.br); err != nil {
 		return dst, fmt.Errorf("%w: gzip header: %v", ErrBadPayload, err)
 	}
-	defer gzipReaders.Put(zr)
 	start := len(dst)
 	for {
 		// Never ask for more than one byte past the limit, so a hostile
@@ -174,8 +170,16 @@ func appendGunzip(dst, p []byte, limit int) ([]byte, error) {
 
 var (
 	gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
-	gzipReaders sync.Pool // *gzip.Reader; gzip.NewReader needs a valid header, so there is no New
+	gunzips     = sync.Pool{New: func() any { return new(gunzip) }}
 )
+
+// gunzip is a gzip reader and the reader of the payload it reads, pooled
+// together so that a reused one allocates nothing per wrapper (its Reset
+// reuses the inflater). A zero gzip.Reader is ready for Reset.
+type gunzip struct {
+	br bytes.Reader
+	zr gzip.Reader
+}
 
 // appendWriter is an io.Writer that appends to a byte slice.
 type appendWriter struct{ b []byte }
