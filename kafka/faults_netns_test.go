@@ -156,6 +156,7 @@ func brokerRegistered(t *testing.T, c *faults.Cluster, id int) bool {
 // Partition "cut-one" is written with acks=1: the old leader acknowledges what only it has, and after the
 // heal it truncates by leader epoch (docs/PROTOCOL.md §10) and rejoins as a follower: those messages are
 // lost, the asynchronous model's price, which the test counts and reports (it does not bound it).
+// `make test` cuts once for 8 s; `make test-faults` cuts the leader of the moment three times, 25 s each.
 func TestIntegration_FaultLeaderCutOff(t *testing.T) {
 	onHosts(t, func(t *testing.T, n *faultnet.Net) {
 		ctx := context.Background()
@@ -183,64 +184,92 @@ func TestIntegration_FaultLeaderCutOff(t *testing.T) {
 		ctrl, _ := c.ZooKeeper().Get(zk.ControllerPath)
 		t.Logf("faults: controller before the cut: %s", ctrl)
 
-		b0, zh, b1, b2 := mustHost(t, n, "b0"), mustHost(t, n, "zk"), mustHost(t, n, "b1"), mustHost(t, n, "b2")
 		cutFor := time.Duration(faultScale(8, 25)) * time.Second
-		sentBefore, ackedBefore := runOne.Counts()
-		if err := n.Cut(ctx, b0, zh, b1, b2); err != nil {
-			t.Fatal(err)
-		}
-		cut := time.Now() // the rules are in (one transaction)
-		healed := false
+		var windows []cutWindow
+		var fos []faults.Failover
+		var cutHost *faultnet.Host // while a cut is in place
 		t.Cleanup(func() {
-			if !healed {
-				_ = n.Heal(ctx, b0)
+			if cutHost != nil {
+				_ = n.Heal(ctx, *cutHost)
 			}
 		})
-		rules, _ := n.Rules(ctx, b0)
-		t.Logf("faults: broker 0 (%s) cut off from %s, %s and %s: %s", b0.Addr, zh.Addr, b1.Addr, b2.Addr, strings.ReplaceAll(rules, "\n", "; "))
+		for round := 1; round <= faultScale(1, 3); round++ {
+			victim := c.Leader(all, 0)
+			if lo := c.State(one, 0).Leader; lo != int32(victim.ID) {
+				t.Logf("faults: round %d: %s-0 is led by broker %d, %s-0 by broker %d: the acks=1 producer's leader is not cut", round, all, victim.ID, one, lo)
+			}
+			vh := mustHost(t, n, "b"+strconv.Itoa(victim.ID))
+			others := []faultnet.Host{mustHost(t, n, "zk")}
+			for _, b := range c.Brokers {
+				if b != victim {
+					others = append(others, mustHost(t, n, "b"+strconv.Itoa(b.ID)))
+				}
+			}
+			truncsBefore := len(grepLines(victim.Output(), "truncated by leader epoch", "partition="+one+"-0 "))
+			sentBefore, ackedBefore := runOne.Counts()
+			if err := n.Cut(ctx, vh, others...); err != nil {
+				t.Fatal(err)
+			}
+			cut := time.Now() // the rules are in (one transaction)
+			cutHost = &vh
+			rules, _ := n.Rules(ctx, vh)
+			t.Logf("faults: round %d: broker %d (%s), leader of %s-0, cut off from ZooKeeper and the other brokers: %s", round, victim.ID, vh.Addr, all,
+				strings.ReplaceAll(rules, "\n", "; "))
 
-		elected, s := c.WaitLeaderMoved(all, 0, 0, 30*time.Second)
-		fo := faults.Failover{What: "broker 0 cut off, leader of " + all + " (acks=-1)", Elected: elected.Sub(cut)}
-		if ack, ok := runAll.AckedAfter(0, elected, 30*time.Second); ok {
-			fo.ProducerAgain = ack.Sub(cut)
-		} else {
-			t.Errorf("%s: the acks=-1 producer was not acknowledged again within 30 s of the new leader", fo.What)
-		}
-		if got, ok := tail.ReceivedAfter(runAll, cut, 30*time.Second); ok {
-			fo.ConsumerAgain = got.Sub(cut)
-		} else {
-			t.Errorf("%s: the consumer received nothing new within 30 s", fo.What)
-		}
-		t.Logf("faults: %s; new leader %d, epoch %d, ISR %v", fo, s.Leader, s.LeaderEpoch, s.ISR)
-		if so := c.State(one, 0); so.Leader == 0 {
-			c.WaitLeaderMoved(one, 0, 0, 30*time.Second)
-		}
-		if d := time.Until(cut.Add(cutFor)); d > 0 {
-			time.Sleep(d)
-		}
-		sentCut, ackedCut := runOne.Counts()
-		t.Logf("faults: during the %v cut the acks=1 producer sent %d sets and had %d acknowledged",
-			cutFor, sentCut-sentBefore, ackedCut-ackedBefore)
+			elected, s := c.WaitLeaderMoved(all, 0, int32(victim.ID), time.Minute)
+			fo := faults.Failover{What: fmt.Sprintf("round %d: broker %d cut off, leader of %s (acks=-1)", round, victim.ID, all), Elected: elected.Sub(cut)}
+			if ack, ok := runAll.AckedAfter(0, elected, time.Minute); ok {
+				fo.ProducerAgain = ack.Sub(cut)
+			} else {
+				t.Errorf("%s: the acks=-1 producer was not acknowledged again within a minute of the new leader", fo.What)
+			}
+			if got, ok := tail.ReceivedAfter(runAll, cut, time.Minute); ok {
+				fo.ConsumerAgain = got.Sub(cut)
+			} else {
+				t.Errorf("%s: the consumer received nothing new within a minute", fo.What)
+			}
+			fos = append(fos, fo)
+			t.Logf("faults: %s; new leader %d, epoch %d, ISR %v", fo, s.Leader, s.LeaderEpoch, s.ISR)
+			if so := c.State(one, 0); so.Leader == int32(victim.ID) {
+				c.WaitLeaderMoved(one, 0, int32(victim.ID), time.Minute)
+			}
+			if d := time.Until(cut.Add(cutFor)); d > 0 {
+				time.Sleep(d)
+			}
+			sentCut, ackedCut := runOne.Counts()
+			t.Logf("faults: round %d: during the %v cut the acks=1 producer sent %d sets and had %d acknowledged",
+				round, cutFor, sentCut-sentBefore, ackedCut-ackedBefore)
 
-		heal := time.Now()
-		if err := n.Heal(ctx, b0); err != nil {
-			t.Fatal(err)
+			heal := time.Now()
+			if err := n.Heal(ctx, vh); err != nil {
+				t.Fatal(err)
+			}
+			cutHost = nil
+			windows = append(windows, cutWindow{cut, heal})
+			back := map[string]time.Duration{}
+			for _, topic := range []string{all, one} {
+				back[topic] = c.WaitInISR(topic, 0, victim.ID, time.Minute).Sub(heal)
+			}
+			t.Logf("faults: round %d: healed after %v; broker %d back in the ISR of %s after %v and of %s after %v", round,
+				heal.Sub(cut).Round(time.Millisecond), victim.ID, all, back[all].Round(time.Millisecond), one, back[one].Round(time.Millisecond))
+			for _, topic := range []string{all, one} {
+				if s := c.State(topic, 0); s.Leader == int32(victim.ID) {
+					t.Errorf("%s-0: broker %d leads again after the heal (%+v); it should have come back as a follower", topic, victim.ID, s)
+				}
+				lines := grepLines(victim.Output(), "truncated by leader epoch", "partition="+topic+"-0 ")
+				if topic == one {
+					if len(lines) <= truncsBefore {
+						t.Errorf("round %d: broker %d did not truncate %s-0 by leader epoch after the heal", round, victim.ID, topic)
+					}
+					lines = lines[min(truncsBefore, len(lines)):]
+				}
+				t.Logf("faults: round %d: broker %d, %s-0: %s", round, victim.ID, topic, strings.Join(lines, "; "))
+			}
+			time.Sleep(time.Second)
 		}
-		healed = true
-		back := map[string]time.Duration{}
-		for _, topic := range []string{all, one} {
-			back[topic] = c.WaitInISR(topic, 0, 0, time.Minute).Sub(heal)
-		}
-		t.Logf("faults: healed after %v; broker 0 back in the ISR of %s after %v and of %s after %v",
-			heal.Sub(cut).Round(time.Millisecond), all, back[all].Round(time.Millisecond), one, back[one].Round(time.Millisecond))
-		time.Sleep(time.Second)
 		runAll.Stop()
 		runOne.Stop()
-		for _, topic := range []string{all, one} {
-			if s := c.State(topic, 0); s.Leader == 0 {
-				t.Errorf("%s-0: broker 0 leads again after the heal (%+v); it should have come back as a follower", topic, s)
-			}
-		}
+		t.Logf("faults: %s", faults.Summary(fos))
 
 		logsAll := faults.ReadBack(t, c, all, 1, 2*time.Second)
 		time.Sleep(time.Second) // the consumer's last fetches
@@ -251,19 +280,12 @@ func TestIntegration_FaultLeaderCutOff(t *testing.T) {
 		t.Logf("faults: acks=-1, min.insync.replicas=2: %s", resAll)
 		t.Logf("faults: acks=1: %s", resOne)
 		t.Logf("faults: acks=1 lost %d of %d acknowledged messages (%.1f%%): what the cut-off leader alone acknowledged; %s",
-			resOne.Lost, resOne.Acked, 100*float64(resOne.Lost)/float64(max(resOne.Acked, 1)), lostWhen(logsOne, runOne, cut, heal))
+			resOne.Lost, resOne.Acked, 100*float64(resOne.Lost)/float64(max(resOne.Acked, 1)), lostWhen(logsOne, runOne, windows))
 		if resAll.Acked == 0 || resAll.Lost > 0 || !resAll.OK() {
 			t.Errorf("acks=-1 with min.insync.replicas=2 across the cut: %s", resAll)
 		}
 		if resOne.Acked == 0 || !resOne.OK() {
 			t.Errorf("acks=1 across the cut: %s", resOne)
-		}
-		for _, topic := range []string{all, one} {
-			lines := grepLines(c.Brokers[0].Output(), "truncated by leader epoch", "partition="+topic+"-0 ")
-			t.Logf("faults: broker 0, %s-0, after the heal: %s", topic, strings.Join(lines, "; "))
-			if topic == one && len(lines) == 0 {
-				t.Errorf("broker 0 did not truncate %s-0 by leader epoch after the heal (acks=1 lost %d messages)", topic, resOne.Lost)
-			}
 		}
 		checkReplicasIdentical(t, c, all, 1)
 		checkReplicasIdentical(t, c, one, 1)
@@ -324,7 +346,9 @@ func TestIntegration_FaultFollowerSlowed(t *testing.T) {
 		if !brokerRegistered(t, c, 2) {
 			t.Errorf("broker 2's ZooKeeper registration is gone: it left the ISR by a dead session, not by the lag check")
 		}
-		if d := left.Sub(slowed); d < lag-500*time.Millisecond {
+		// The follower last caught up at its last fetch before the slow-down, a few ms before it (up to a
+		// second on a loaded machine).
+		if d := left.Sub(slowed); d < lag-time.Second {
 			t.Errorf("broker 2 left the ISR %v after the slow-down, before replica.lag.time.max.ms=%v", d, lag)
 		}
 		again, ok := run.AckedAfter(0, left, 15*time.Second)
@@ -374,9 +398,12 @@ func TestIntegration_FaultFollowerSlowed(t *testing.T) {
 	})
 }
 
+// cutWindow is one cut: when its rules went in and when they were removed.
+type cutWindow struct{ cut, heal time.Time }
+
 // lostWhen sorts the acknowledged sets that are not in the log read back by when their acknowledgement
-// came: before the cut, during it, or after the heal.
-func lostWhen(logs []faults.Log, r *faults.Run, cut, heal time.Time) string {
+// came: before the first cut, during a cut, or after a heal (before the next cut).
+func lostWhen(logs []faults.Log, r *faults.Run, windows []cutWindow) string {
 	present := map[faults.ID]bool{}
 	for _, l := range logs {
 		for _, id := range l.IDs {
@@ -390,16 +417,16 @@ func lostWhen(logs []faults.Log, r *faults.Run, cut, heal time.Time) string {
 				continue
 			}
 			switch {
-			case s.Done.Before(cut):
+			case len(windows) == 0 || s.Done.Before(windows[0].cut):
 				before += s.Messages
-			case s.Done.Before(heal):
+			case slices.ContainsFunc(windows, func(w cutWindow) bool { return !s.Done.Before(w.cut) && s.Done.Before(w.heal) }):
 				during += s.Messages
 			default:
 				after += s.Messages
 			}
 		}
 	}
-	return fmt.Sprintf("acknowledged before the cut and lost %d, during the cut %d, after the heal (before broker 0 learned it was deposed) %d", before, during, after)
+	return fmt.Sprintf("acknowledged before the first cut and lost %d, during a cut %d, after a heal (before the healed broker learned it was deposed) %d", before, during, after)
 }
 
 // grepLines returns the lines of out that contain every one of subs, each cut to its message and
