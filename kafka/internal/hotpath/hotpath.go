@@ -16,6 +16,10 @@
 //	consumer/iterate         PartitionIterator.Next over a broker on loopback
 //	e2e/produce-consume      1,000 messages sent by a SyncProducer, flushed by
 //	                         the broker and read back by a PartitionIterator
+//	stream/count-tumbling    message/iterate's set counted per key in tumbling
+//	                         windows by one kafka/stream task (§6)
+//	stream/consume-count     consumer/iterate over such keyed messages, each
+//	                         counted by the task
 //
 // A Path is opened in a folder (for the logs it writes) and gives an Op.
 // One call of Op.Do moves Path.Messages messages; Op.Settle waits until
@@ -90,6 +94,8 @@ func Paths() []Path {
 		{Name: "producer/send-batch50", Messages: 50, Bytes: 50 * wire, Open: openSend(50)},
 		{Name: "consumer/iterate", Messages: 1, Bytes: wire, Open: openConsumerIterate},
 		{Name: "e2e/produce-consume", Messages: e2eMessages, Bytes: e2eMessages * wire, Open: openEndToEnd},
+		{Name: "stream/count-tumbling", Messages: iterateMessages, Bytes: int64(iterateMessages * wire), Open: openStreamCount},
+		{Name: "stream/consume-count", Messages: 1, Bytes: wire, Open: openStreamConsumeCount},
 	}
 }
 
