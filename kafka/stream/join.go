@@ -197,6 +197,20 @@ func (j *WindowJoin) Right(key []byte, t int64, val []byte) bool {
 	return true
 }
 
+// AdvanceLeft and AdvanceRight move one side's time to at least t, as if it had had an event at t: what a
+// tick says ("no event of this side older than t is still to come"), which decides the windows of the last
+// events of a finished input once both sides have said it.
+func (j *WindowJoin) AdvanceLeft(t int64) {
+	j.leftMax = max(j.leftMax, t)
+	j.advance()
+}
+
+// AdvanceRight is AdvanceLeft for the right side.
+func (j *WindowJoin) AdvanceRight(t int64) {
+	j.rightMax = max(j.rightMax, t)
+	j.advance()
+}
+
 // match records r in l's window.
 func (j *WindowJoin) match(l *joinLeft, r *joinRight) {
 	if r.heapIndex >= 0 && r.heapIndex < j.rq.Len() && j.rq[r.heapIndex] == r {

@@ -98,7 +98,7 @@ func (r Rate) String() string {
 // input replayed after a restart: at-least-once delivery, §3.3) is counted once, since the counter remembers
 // the ids it has seen; a second decision for the same id that disagrees is counted in Conflicts.
 type CTRCounter struct {
-	seen      map[string]bool // impression id → clicked
+	seen      map[string]ctrSeen // impression id → its item and outcome
 	items     map[string]*Rate
 	Dups      int64 // decisions seen again, ignored
 	Conflicts int64 // decisions seen again with the other outcome, ignored
@@ -106,19 +106,19 @@ type CTRCounter struct {
 
 // NewCTRCounter returns an empty counter.
 func NewCTRCounter() *CTRCounter {
-	return &CTRCounter{seen: map[string]bool{}, items: map[string]*Rate{}}
+	return &CTRCounter{seen: map[string]ctrSeen{}, items: map[string]*Rate{}}
 }
 
 // Add counts one decided impression of item; it reports false for an id already counted.
 func (c *CTRCounter) Add(item, id string, clicked bool) bool {
 	if was, ok := c.seen[id]; ok {
 		c.Dups++
-		if was != clicked {
+		if was.clicked != clicked || was.item != item {
 			c.Conflicts++
 		}
 		return false
 	}
-	c.seen[id] = clicked
+	c.seen[id] = ctrSeen{item: item, clicked: clicked}
 	r := c.items[item]
 	if r == nil {
 		r = &Rate{}
@@ -129,6 +129,11 @@ func (c *CTRCounter) Add(item, id string, clicked bool) bool {
 		r.Clicked++
 	}
 	return true
+}
+
+type ctrSeen struct {
+	item    string
+	clicked bool
 }
 
 // Rates returns a copy of the per-item rates.
