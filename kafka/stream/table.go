@@ -216,6 +216,17 @@ func (t *Table) AppendValue(dst, key []byte) ([]byte, bool) {
 	return dst, ok
 }
 
+// Rows returns a copy of the whole table, key → latest value.
+func (t *Table) Rows() map[string][]byte {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make(map[string][]byte, len(t.m))
+	for k, v := range t.m {
+		out[k] = joinClone(v)
+	}
+	return out
+}
+
 // Stats returns the table's counters and offsets.
 func (t *Table) Stats() TableStats {
 	t.mu.RLock()
