@@ -17,10 +17,11 @@ var systemColors = map[string]color.RGBA{
 	"activemq": {R: 93, G: 165, B: 218, A: 255}, // blue
 	"rabbitmq": {R: 250, G: 164, B: 58, A: 255}, // orange
 	// Figure 6's modes (replication.go): one replica is the §5 producer, in Kafka's red.
-	"1 replica":           {R: 241, G: 90, B: 96, A: 255},   // red
-	"3 replicas, acks=0":  {R: 122, G: 195, B: 106, A: 255}, // green
-	"3 replicas, acks=1":  {R: 158, G: 103, B: 171, A: 255}, // purple
-	"3 replicas, acks=-1": {R: 96, G: 96, B: 96, A: 255},    // grey
+	"1 replica":                        {R: 241, G: 90, B: 96, A: 255},   // red
+	"3 replicas, acks=0":               {R: 122, G: 195, B: 106, A: 255}, // green
+	"3 replicas, acks=1":               {R: 158, G: 103, B: 171, A: 255}, // purple
+	"3 replicas, acks=-1":              {R: 96, G: 96, B: 96, A: 255},    // grey
+	"3 replicas, acks=-1, 1 in flight": {R: 206, G: 112, B: 88, A: 255},  // brown
 }
 
 // otherColors are for a system the palette does not name: one of these,

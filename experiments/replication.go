@@ -32,9 +32,10 @@ import (
 // and at 0.51× with synchronous replication (every in-sync replica has it, acks=-1).
 //
 // Here a cluster of three broker processes shares this machine (ZooKeeper, started by the caller, too):
-// one producer, the §5 one (messages of 200 bytes in the paper's format, batches of 50, one batch in
-// flight), sends the same number of messages to a topic of one replica (the baseline) and to a topic of
-// three replicas with acks 0, 1 and -1. Each mode gets a fresh cluster under a ZooKeeper chroot of its
+// one producer, the §5 one (messages of 200 bytes in the paper's format, batches of 50), sends the same
+// number of messages to a topic of one replica (the baseline) and to a topic of three replicas with acks 0,
+// 1 and -1; with acks 1 and -1 it keeps ReplicationInFlight batches in flight, as Kreps' producer had
+// many, and once more with acks=-1 and one, as the §5 producer sends. Each mode gets a fresh cluster under a ZooKeeper chroot of its
 // own, so that no mode inherits another's logs, fetchers or page cache. For each mode it records
 // throughput as figure 4 does (messages leaving the client per second, and the average until the leader
 // exposes the last message, that is until it is committed and flushed), the latency of every acknowledged
@@ -44,6 +45,12 @@ import (
 
 // ReplicationBatch is the producer's batch: the paper's 50 messages per request.
 const ReplicationBatch = 50
+
+// ReplicationInFlight is how many acknowledged batches the producer keeps in flight on its connection in
+// the acks=1 and acks=-1 modes (max.in.flight.requests.per.connection, Kafka's later producer's default):
+// the leader appends the next batches while the first waits for its followers, and one follower fetch
+// carries them all. The mode "3 replicas, acks=-1, 1 in flight" is the §5 producer's one-at-a-time.
+const ReplicationInFlight = 5
 
 // Speed targets of the experiment (issue 10), checked in the same run against the 1-replica mode.
 const (
@@ -58,17 +65,19 @@ const (
 type ReplicationMode struct {
 	Name     string `json:"name"` // also the line's colour in the palette
 	Replicas int    `json:"replicas"`
-	Acks     int16  `json:"acks"` // request.required.acks
+	Acks     int16  `json:"acks"`      // request.required.acks
+	InFlight int    `json:"in_flight"` // max.in.flight.requests.per.connection (0 or 1: one)
 }
 
 // ReplicationModes are figure 6's modes: one replica (the baseline, §5's fire-and-forget producer), and
-// three replicas with acks 0, 1 and -1.
+// three replicas with acks 0, 1 and -1 (ReplicationInFlight batches in flight), and acks=-1 with one.
 func ReplicationModes() []ReplicationMode {
 	return []ReplicationMode{
 		{Name: "1 replica", Replicas: 1, Acks: 0},
 		{Name: "3 replicas, acks=0", Replicas: 3, Acks: 0},
-		{Name: "3 replicas, acks=1", Replicas: 3, Acks: 1},
-		{Name: "3 replicas, acks=-1", Replicas: 3, Acks: -1},
+		{Name: "3 replicas, acks=1", Replicas: 3, Acks: 1, InFlight: ReplicationInFlight},
+		{Name: "3 replicas, acks=-1", Replicas: 3, Acks: -1, InFlight: ReplicationInFlight},
+		{Name: "3 replicas, acks=-1, 1 in flight", Replicas: 3, Acks: -1, InFlight: 1},
 	}
 }
 
@@ -308,6 +317,7 @@ func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMod
 	pcfg := producer.DefaultConfig()
 	pcfg.MetadataBrokerList, pcfg.RequiredAcks, pcfg.Magic = c.brokerList(), m.Acks, message.MagicV0
 	pcfg.RequestTimeout = 30 * time.Second
+	pcfg.MaxInFlight = max(m.InFlight, 1)
 	p, err := producer.NewSync(pcfg)
 	if err != nil {
 		return r, settings, err
@@ -320,6 +330,10 @@ func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMod
 			batch[k][j] = byte('a' + (k+j)%26)
 		}
 	}
+	// A batch's latency runs from its Send to the return of the call that read its answer: with w in
+	// flight, the Send w-1 batches later (it returns with at most w-1 unanswered), or the last Flush.
+	w := pcfg.MaxInFlight
+	started := make([]time.Time, 0, w)
 	hist := hdrhistogram.New(1, 120_000_000, 3) // µs, up to 2 minutes
 	pids := []string{"self"}
 	for _, bp := range c.procs {
@@ -335,15 +349,27 @@ func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMod
 			smp.Stop()
 			return r, settings, err
 		}
-		t0 := time.Now()
+		started = append(started, time.Now())
 		if err := p.Send(replicationTopic, 0, batch...); err != nil {
 			smp.Stop()
 			return r, settings, fmt.Errorf("send after %d messages: %w", n, err)
 		}
+		if len(started) == w || m.Acks == 0 {
+			if m.Acks != 0 {
+				_ = hist.RecordValue(max(time.Since(started[0]).Microseconds(), 1))
+			}
+			started = append(started[:0], started[1:]...)
+		}
+		sent.Add(ReplicationBatch)
+	}
+	if err := p.Flush(); err != nil {
+		smp.Stop()
+		return r, settings, fmt.Errorf("flush: %w", err)
+	}
+	for _, t0 := range started {
 		if m.Acks != 0 {
 			_ = hist.RecordValue(max(time.Since(t0).Microseconds(), 1))
 		}
-		sent.Add(ReplicationBatch)
 	}
 	end := int64(cfg.Messages+ReplicationBatch) * int64(cfg.MessageSize+replicationPartSize) // the warm-up's batch too
 	werr := waitFor(ctx, 10*time.Minute, "the leader exposing every message", func() bool {

@@ -53,7 +53,7 @@ func TestIntegration_RunReplication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Results) != 4 {
+	if len(r.Results) != len(ReplicationModes()) {
 		t.Fatalf("%d modes", len(r.Results))
 	}
 	for _, x := range r.Results {

@@ -52,6 +52,8 @@ type PartitionIterator struct {
 	next    int64
 	err     error
 	fetches int64
+
+	follow *follow // nil unless FollowLeaders (follow.go)
 }
 
 // NewPartitionIterator returns an iterator over topic/partition on c's
@@ -147,6 +149,10 @@ func (p *PartitionIterator) fetch() (got bool, err error) {
 	from := p.fetchOffset()
 	set, err := p.c.FetchAhead(p.topic, p.partition, from, p.fetchSize)
 	if err != nil {
+		if p.follow != nil && p.follow.leaderMoved(err) {
+			p.moveToLeader(err) // fetched again from the same offset after the backoff
+			return false, nil
+		}
 		return false, err
 	}
 	p.fetches++

@@ -111,7 +111,7 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	if l := sum.Latency; l == nil || len(l.Settings) != len(experiments.LatencySettings()) || l.Error != "" {
 		t.Errorf("latency experiment: %+v", l)
 	}
-	if r := sum.Replication; r == nil || len(r.Results) != 4 || r.Results[3].P99Ms <= 0 {
+	if r := sum.Replication; r == nil || len(r.Results) != len(experiments.ReplicationModes()) || r.Results[3].P99Ms <= 0 {
 		t.Errorf("replication experiment: %+v", r)
 	}
 	if want := len(strings.Split(systems, ",")); len(sum.Systems) != want {
