@@ -330,3 +330,26 @@ func BenchmarkCompressGzip(b *testing.B)     { benchCompress(b, CodecGzip) }
 func BenchmarkCompressSnappy(b *testing.B)   { benchCompress(b, CodecSnappy) }
 func BenchmarkDecompressGzip(b *testing.B)   { benchDecompress(b, CodecGzip) }
 func BenchmarkDecompressSnappy(b *testing.B) { benchDecompress(b, CodecSnappy) }
+
+// The broker's check of a produced set (ValidateWholeDeep): 200 messages
+// of 200 bytes, plain or in one wrapper, as the compression experiment
+// sends them. ns/msg is what the check costs the broker per message.
+func benchValidateDeep(b *testing.B, codec Codec) {
+	const n = 200
+	set := buildSet(n, 200)
+	if codec != CodecNone {
+		set, _ = Compress(codec, set)
+	}
+	b.SetBytes(int64(len(set)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if c, err := ValidateWholeDeep(set); err != nil || (codec == CodecNone && c != n) {
+			b.Fatal(c, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+}
+
+func BenchmarkValidateDeepNone(b *testing.B)   { benchValidateDeep(b, CodecNone) }
+func BenchmarkValidateDeepGzip(b *testing.B)   { benchValidateDeep(b, CodecGzip) }
+func BenchmarkValidateDeepSnappy(b *testing.B) { benchValidateDeep(b, CodecSnappy) }
