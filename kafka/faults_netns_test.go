@@ -81,7 +81,8 @@ func onHosts(t *testing.T, body func(t *testing.T, n *faultnet.Net)) {
 	}
 	args := append(cli.Exec(), os.Args[0], "-test.run", strings.Join(run, "/"), "-test.v", "-test.count=1")
 	if d, ok := t.Deadline(); ok {
-		args = append(args, "-test.timeout", (time.Until(d) - 30*time.Second).Round(time.Second).String())
+		// The child times out first, so that the parent is still there to remove the hosts.
+		args = append(args, "-test.timeout", max(time.Until(d)-30*time.Second, 30*time.Second).Round(time.Second).String())
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), hostsEnv+"="+n.Encode())

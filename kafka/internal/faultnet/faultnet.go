@@ -116,7 +116,7 @@ func Check() error {
 
 // Create checks the machine, removes what crashed runs left (CleanStale), and makes the bridge and one
 // host per name (1 to 6 lower-case letters and digits, at most 200), addressed in order from 10.202.0.10
-// on unless addrs gives a host's last byte; then it checks that a TCP connection from every host reaches
+// on unless lastByte gives a host's last byte; then it checks that a TCP connection from every host reaches
 // the first. id names the run (1 to 7 lower-case letters and digits; "" is the process id). On failure it
 // removes what it made.
 func Create(ctx context.Context, id string, names []string, lastByte map[string]int, log *slog.Logger) (*Net, error) {
