@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,6 +49,7 @@ func TestIntegration_ReplicationCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		cpu0 := processCPU()
 		start := time.Now()
 		for sent := 0; sent < n; sent += len(batch) {
 			if err := p.Send(c.topic, 0, batch...); err != nil {
@@ -62,12 +64,23 @@ func TestIntegration_ReplicationCost(t *testing.T) {
 			rc.waitFor("the leader to have every message", func() bool { return l.LogEndOffset() >= int64(n)*(200+10) })
 		}
 		el := time.Since(start)
+		cpu := processCPU() - cpu0
 		p.Close()
 		rate := float64(n) / el.Seconds()
 		if base == 0 {
 			base = rate
 		}
-		t.Logf("%s acks=%2d in flight %d: %d messages in %v: %.0f msg/s (%.2f× rf1)", c.topic, c.acks, c.inFlight, n,
-			el.Round(time.Millisecond), rate, rate/base)
+		t.Logf("%s acks=%2d in flight %d: %d messages in %v: %.0f msg/s (%.2f× rf1); CPU %.2f µs/msg (producer and brokers), %.2f cores busy",
+			c.topic, c.acks, c.inFlight, n, el.Round(time.Millisecond), rate, rate/base,
+			float64(cpu.Microseconds())/float64(n), cpu.Seconds()/el.Seconds())
 	}
+}
+
+// processCPU is the user and system CPU time this process (producer and brokers) has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
