@@ -115,8 +115,8 @@ func (p *processorProc) signal(s syscall.Signal) {
 }
 
 // crashInputs makes n messages of 60 keys over ~n/10 ms of event time, delivered up to 30 ms out of order and
-// every 400th one 300 ms late (beyond the grace period), then one message per partition far ahead that
-// closes every window. parts maps each partition index to the messages it gets, in order.
+// every 400th one 300 ms late (beyond the grace period), with two messages in every 1,000 that have no time
+// or no key, then one message per partition far ahead that closes every window. parts maps each partition index to the messages it gets, in order.
 func crashInputs(n int, nparts int) (perPart [][][]byte) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	perPart = make([][][]byte, nparts)
@@ -130,6 +130,12 @@ func crashInputs(n int, nparts int) (perPart [][][]byte) {
 		}
 		p := part(key)
 		perPart[p] = append(perPart[p], []byte(fmt.Sprintf("%s,%d,%s", key, t, pad)))
+		switch i % 1000 { // bad input: counted skips, in every partition
+		case 500:
+			perPart[i%nparts] = append(perPart[i%nparts], []byte("no time in this one"))
+		case 900:
+			perPart[i%nparts] = append(perPart[i%nparts], []byte(",123,no key"))
+		}
 	}
 	for p := range nparts {
 		for k := 0; ; k++ {
@@ -278,8 +284,9 @@ func TestIntegration_ProcessorKilledMidStream(t *testing.T) {
 		}
 		t.Fatalf("the checkpoints did not all reach the uninterrupted run's in 45 s")
 	}
-	if sum.Read != int64(total) {
-		t.Errorf("the checkpoints count %d messages read, %d were sent", sum.Read, total)
+	if sum.Read != int64(total) || sum.SkippedTime != n/1000 || sum.SkippedKey != n/1000 {
+		t.Errorf("the checkpoints count %d messages read (%d were sent), %d without time and %d without key (want %d each)",
+			sum.Read, total, sum.SkippedTime, sum.SkippedKey, n/1000)
 	}
 
 	// The output topic: every window's count exactly, duplicates the same line again.

@@ -169,6 +169,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.log.Info("joined the group", "consumer", r.group.ID())
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	lastCheck, lastLog := time.Now(), time.Now()
+	var absent time.Time // when our registration was first seen missing
+	var logged Report
 	for {
 		r.reconcile(ctx)
 		r.mu.Lock()
@@ -181,6 +184,30 @@ func (r *Runner) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		}
+		now := time.Now()
+		if now.Sub(lastCheck) >= time.Second {
+			// The group consumer leaves the group when it gives up rebalancing (ErrRebalanceFailed) and then
+			// owns nothing; a runner that only polled Owned would sit idle. A registration missing for longer
+			// than a session takes to be renewed is that.
+			lastCheck = now
+			there, err := r.zk.Exists(zk.ConsumerIDPath(r.cfg.Group, r.group.ID()))
+			switch {
+			case err != nil || there:
+				absent = time.Time{}
+			case absent.IsZero():
+				absent = now
+			case now.Sub(absent) > 10*time.Second:
+				return fmt.Errorf("stream: runner %s is no longer registered in group %q (its rebalance failed; see the log): %w",
+					r.group.ID(), r.cfg.Group, consumer.ErrRebalanceFailed)
+			}
+		}
+		if now.Sub(lastLog) >= 10*time.Second {
+			lastLog = now
+			if rep := r.Report(); rep.String() != logged.String() {
+				r.log.Info("progress", "tasks", r.Tasks(), "report", rep.String())
+				logged = rep
+			}
 		}
 	}
 }
@@ -339,6 +366,7 @@ func (r *Runner) taskOnce(ctx context.Context, st *Stage, part string, tr *taskR
 	it.MaxBackoff = 100 * time.Millisecond
 
 	unsaved, last := 0, time.Now()
+	reasons := len(task.Report().Reasons) // the skip reasons already logged (by an earlier run of the task)
 	save := func() error {
 		if unsaved == 0 && version != NoCheckpoint {
 			return nil
@@ -355,6 +383,10 @@ func (r *Runner) taskOnce(ctx context.Context, st *Stage, part string, tr *taskR
 		}
 		unsaved, last = 0, time.Now()
 		rep := task.Report()
+		for _, why := range rep.Reasons[min(reasons, len(rep.Reasons)):] {
+			lg.Warn("skipped a message", "reason", why, "skipped so far", rep.Skips())
+		}
+		reasons = len(rep.Reasons)
 		r.mu.Lock()
 		tr.report = rep
 		r.mu.Unlock()
