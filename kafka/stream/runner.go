@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -341,19 +342,11 @@ func (r *Runner) taskOnce(ctx context.Context, st *Stage, part string, tr *taskR
 			return err
 		}
 	}
-	brokerID, p, err := zk.ParsePartitionName(part)
-	if err != nil {
-		return fmt.Errorf("%w: partition %q of %q: only 0.7 partitions <brokerid>-<partition> are read: %v", ErrBadConfig, part, st.Input, err)
-	}
-	brokers, err := zk.LiveBrokers(r.zk, lg)
+	addr, p, err := r.partitionAddr(st.Input, part, lg)
 	if err != nil {
 		return err
 	}
-	b, ok := brokers[brokerID]
-	if !ok {
-		return fmt.Errorf("stream: partition %s/%s: broker %d is not registered", st.Input, part, brokerID)
-	}
-	sc := consumer.NewSimpleConsumer(b.Addr(), 30*time.Second)
+	sc := consumer.NewSimpleConsumer(addr, 30*time.Second)
 	defer sc.Close()
 	start := task.Offset()
 	if start < 0 {
@@ -440,6 +433,40 @@ func (r *Runner) taskOnce(ctx context.Context, st *Stage, part string, tr *taskR
 			return r.stop(task, save, lg)
 		}
 	}
+}
+
+// partitionAddr finds the broker to read a partition from: the one its 0.7 name "<brokerid>-<partition>"
+// names, or for a replicated topic's partition "<p>" its leader now (docs/PROTOCOL.md §10). A leader that
+// moves later makes the task's fetch fail; the task is then restored and finds the new one here.
+func (r *Runner) partitionAddr(topic, part string, lg *slog.Logger) (string, int32, error) {
+	brokers, err := zk.LiveBrokers(r.zk, lg)
+	if err != nil {
+		return "", 0, err
+	}
+	if id, p, err := zk.ParsePartitionName(part); err == nil {
+		b, ok := brokers[id]
+		if !ok {
+			return "", 0, fmt.Errorf("stream: partition %s/%s: broker %d is not registered", topic, part, id)
+		}
+		return b.Addr(), int32(p), nil
+	}
+	p, err := strconv.Atoi(part)
+	if err != nil || p < 0 {
+		return "", 0, fmt.Errorf("%w: partition %q of %q is neither <brokerid>-<partition> nor a number", ErrBadConfig, part, topic)
+	}
+	var addrs []string
+	for _, b := range brokers {
+		addrs = append(addrs, b.Addr())
+	}
+	leaders, hosts, err := consumer.Leaders(addrs, 10*time.Second, topic)
+	if err != nil {
+		return "", 0, err
+	}
+	ls := leaders[topic]
+	if p >= len(ls) || ls[p] < 0 || hosts[ls[p]] == "" {
+		return "", 0, fmt.Errorf("stream: replicated partition %s/%d has no leader now", topic, p)
+	}
+	return hosts[ls[p]], int32(p), nil
 }
 
 // stop checkpoints a task that is handed over or shut down and records its report.
