@@ -65,8 +65,16 @@ func Hopping(size, advance time.Duration) (Window, error) {
 		return Window{}, fmt.Errorf("%w: hopping window advance %v is longer than its length %v (messages between windows would be in none)",
 			ErrBadWindow, advance, size)
 	}
+	if (ms+adv-1)/adv > MaxWindowsPerMessage {
+		return Window{}, fmt.Errorf("%w: hopping window of %v every %v puts each message in %d windows, more than %d",
+			ErrBadWindow, size, advance, (ms+adv-1)/adv, MaxWindowsPerMessage)
+	}
 	return Window{kind: KindHopping, size: ms, advance: adv}, nil
 }
+
+// MaxWindowsPerMessage bounds the windows a hopping window puts one message in (length / advance), since
+// each costs an update per message.
+const MaxWindowsPerMessage = 1000
 
 // Session returns session windows closed after gap without a message of their key.
 func Session(gap time.Duration) (Window, error) {

@@ -260,6 +260,7 @@ func TestBadWindows(t *testing.T) {
 		{"hopping 0", func() error { _, err := Hopping(0, time.Second); return err }()},
 		{"hopping advance 0", func() error { _, err := Hopping(time.Second, 0); return err }()},
 		{"hopping advance > size", func() error { _, err := Hopping(time.Second, 2*time.Second); return err }()},
+		{"hopping 1 day every 1 ms", func() error { _, err := Hopping(24*time.Hour, time.Millisecond); return err }()},
 		{"session -1ms", func() error { _, err := Session(-time.Millisecond); return err }()},
 		{"zero Window", func() error { _, err := Windowed(WindowedConfig{Aggregation: Count(), Output: "x"}); return err }()},
 		{"negative grace", func() error {
@@ -296,5 +297,24 @@ func TestHostileOutputTopic(t *testing.T) {
 	}
 	if _, err := NewTask(Stage{Input: "in", Time: TimeField(',', 1)}, "0-0", &MemoryEmitter{}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("no key function: %v", err)
+	}
+}
+
+// A runner that cannot work is refused before it connects to anything.
+func TestRunnerBadConfig(t *testing.T) {
+	st := countStage(t)
+	for _, tc := range []struct {
+		name string
+		cfg  RunnerConfig
+	}{
+		{"no group", RunnerConfig{ZkConnect: "127.0.0.1:1", Stages: []Stage{st}}},
+		{"no zk.connect", RunnerConfig{Group: "g", Stages: []Stage{st}}},
+		{"no stage", RunnerConfig{Group: "g", ZkConnect: "127.0.0.1:1"}},
+		{"two stages on one topic", RunnerConfig{Group: "g", ZkConnect: "127.0.0.1:1", Stages: []Stage{st, st}}},
+		{"a stage without key", RunnerConfig{Group: "g", ZkConnect: "127.0.0.1:1", Stages: []Stage{{Input: "in", Time: TimeField(',', 1), Processors: st.Processors}}}},
+	} {
+		if _, err := NewRunner(tc.cfg); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: %v, want ErrBadConfig", tc.name, err)
+		}
 	}
 }
