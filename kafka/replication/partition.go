@@ -154,11 +154,12 @@ func (p *Partition) Append(set []byte, acks int16) (offset, end int64, code prot
 	if !p.isLeader.Load() {
 		return -1, -1, protocol.ErrNotLeaderForPartition, nil
 	}
+	isr := 1
 	if acks == protocol.AcksAll {
 		p.mu.Lock()
-		n := len(p.isr)
+		isr = len(p.isr)
 		p.mu.Unlock()
-		if n < p.m.cfg.MinInsyncReplicas {
+		if isr < p.m.cfg.MinInsyncReplicas {
 			return -1, -1, protocol.ErrNotEnoughReplicas, nil
 		}
 	}
@@ -173,7 +174,9 @@ func (p *Partition) Append(set []byte, acks int16) (offset, end int64, code prot
 		return -1, -1, protocol.ErrUnknown, err
 	}
 	end = offset + int64(len(set))
-	if acks != protocol.AcksNone {
+	// acks=-1 with followers: the first follower fetch that reads the set writes it out (Log.ReadUpTo), for
+	// every set appended since in one write, and WaitCommittedOr makes sure before the answer.
+	if acks == protocol.AcksLeader || acks == protocol.AcksAll && isr <= 1 {
 		if err := p.log.WriteOut(); err != nil {
 			if errors.Is(err, log.ErrStorage) {
 				return -1, -1, protocol.ErrKafkaStorage, err
@@ -214,6 +217,13 @@ func (p *Partition) WaitCommittedOr(end int64, timeout time.Duration, abort <-ch
 		case hw >= end && n < p.m.cfg.MinInsyncReplicas:
 			return protocol.ErrNotEnoughReplicasAfterAppend
 		case hw >= end:
+			// In the file before the answer (Append's doc); a follower's fetch has mostly done it already.
+			if err := p.log.WriteOut(); err != nil {
+				if errors.Is(err, log.ErrStorage) {
+					return protocol.ErrKafkaStorage
+				}
+				return protocol.ErrUnknown
+			}
 			return protocol.ErrNone
 		}
 		if timer == nil {
