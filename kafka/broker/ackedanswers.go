@@ -76,31 +76,74 @@ func (cn *conn) stopAnswers() {
 	<-cn.ans.done
 }
 
+// run answers the queued produces in order. Answers that are ready together (one follower fetch committed
+// several sets) go out in one write, which the producer's buffered reader takes in one read.
 func (a *answerer) run(cn *conn) {
 	defer close(a.done)
-	for pa := range a.q {
+	held := 0 // answers in a.out, not written yet
+	for {
+		var pa pendingAnswer
+		var ok bool
+		select {
+		case pa, ok = <-a.q:
+		default:
+			a.write(cn, held) // nothing more queued now: send what is ready
+			held = 0
+			pa, ok = <-a.q
+		}
+		if !ok {
+			a.write(cn, held)
+			return
+		}
+		if held > 0 && !pa.ready() {
+			a.write(cn, held) // the next waits: send what is ready first
+			held = 0
+		}
 		for i, p := range pa.waits {
 			if p != nil {
 				pa.results[i].Error = p.WaitCommittedOr(pa.ends[i], time.Until(pa.deadline), a.abort)
 			}
 		}
-		a.mu.Lock()
-		failed := a.err != nil
-		a.mu.Unlock()
-		select {
-		case <-a.abort:
-			failed = true
-		default:
+		if held == 0 {
+			a.out = a.out[:0]
 		}
-		if !failed {
-			a.out = protocol.AppendAckedProduceResponse(a.out[:0], pa.results)
-			if err := cn.send.write(a.out, false); err != nil {
-				a.mu.Lock()
-				a.err = err
-				a.mu.Unlock()
-				cn.c.Close() // the connection's reader fails and ends it
-			}
+		a.out = protocol.AppendAckedProduceResponse(a.out, pa.results)
+		held++
+	}
+}
+
+// ready reports whether every set of pa is committed already (or its leader gone).
+func (pa *pendingAnswer) ready() bool {
+	for i, p := range pa.waits {
+		if p != nil && !p.CommittedNow(pa.ends[i]) {
+			return false
 		}
+	}
+	return true
+}
+
+// write sends the n answers held in a.out, unless the connection is ending or a write failed.
+func (a *answerer) write(cn *conn, n int) {
+	if n == 0 {
+		return
+	}
+	a.mu.Lock()
+	failed := a.err != nil
+	a.mu.Unlock()
+	select {
+	case <-a.abort:
+		failed = true
+	default:
+	}
+	if !failed {
+		if err := cn.send.write(a.out, false); err != nil {
+			a.mu.Lock()
+			a.err = err
+			a.mu.Unlock()
+			cn.c.Close() // the connection's reader fails and ends it
+		}
+	}
+	for range n {
 		a.pending.Done()
 	}
 }

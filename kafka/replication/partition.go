@@ -203,6 +203,10 @@ func (p *Partition) WaitCommitted(end int64, timeout time.Duration) protocol.Err
 	return p.WaitCommittedOr(end, timeout, nil)
 }
 
+// CommittedNow reports whether WaitCommitted(end, ...) would answer at once: this broker no longer leads,
+// or the HW has passed end.
+func (p *Partition) CommittedNow(end int64) bool { return !p.isLeader.Load() || p.hw.Load() >= end }
+
 // WaitCommittedOr is WaitCommitted that also gives up, with ErrRequestTimedOut, when abort is closed (the
 // producer's connection went away: nobody is left to answer).
 func (p *Partition) WaitCommittedOr(end int64, timeout time.Duration, abort <-chan struct{}) protocol.ErrorCode {
