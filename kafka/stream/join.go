@@ -59,8 +59,11 @@ type JoinStats struct {
 	Matched, Unmatched  int64 // left events decided with and without a right event in their window
 	ExtraRight          int64 // right events beyond the first in one left event's window
 	OrphanRight         int64 // right events given up without a left event whose window held them
-	PendingLeft         int   // left events not yet decided
-	PendingRight        int   // right events still waiting for a left event
+	// DuplicateLeft: left events of a key and time already pending (an input published twice, at-least-once),
+	// ignored. A copy that comes after its original was decided is older than the watermark: counted as late.
+	DuplicateLeft int64
+	PendingLeft   int // left events not yet decided
+	PendingRight  int // right events still waiting for a left event
 }
 
 // WindowJoin is the state of one task's stream–stream join. It is not safe for concurrent use: a task owns it.
@@ -131,11 +134,17 @@ func (j *WindowJoin) Stats() JoinStats {
 }
 
 // Left takes a left event (an impression) of key at time t (ms). val is copied. It reports whether the event
-// was taken (false: late, counted in LateLeft).
+// was taken (false: late, counted in LateLeft, or a copy of a pending one, counted in DuplicateLeft).
 func (j *WindowJoin) Left(key []byte, t int64, val []byte) bool {
 	if t < j.watermark {
 		j.stats.LateLeft++
 		return false
+	}
+	for _, o := range j.left[string(key)] {
+		if o.t == t {
+			j.stats.DuplicateLeft++
+			return false
+		}
 	}
 	j.stats.Left++
 	j.seq++
@@ -349,20 +358,21 @@ type rightQueue []*joinRight
 // (big-endian):
 //
 //	+-------+---------+---------+----------+-------------+---------+---------+--------+---------+
-//	| "WJ1" | window  | grace   | leftMax  | rightMax    | stats   | nLeft   | lefts  | nRight  | rights
-//	| 3 B   | int64   | int64   | int64    | int64       | 7×int64 | uint32  |        | uint32  |
+//	| "WJ2" | window  | grace   | leftMax  | rightMax    | stats   | nLeft   | lefts  | nRight  | rights
+//	| 3 B   | int64   | int64   | int64    | int64       | 9×int64 | uint32  |        | uint32  |
 //	+-------+---------+---------+----------+-------------+---------+---------+--------+---------+
 //
 // a left is key, time, value, matched (1 B), matches (uint32), right time, right value; a right is key,
 // time, value; key and values are a uint32 length and the bytes. Events are written in arrival order.
 
-const joinStateMagic = "WJ1"
+const joinStateMagic = "WJ2"
 
 // AppendState appends the join's checkpoint to b.
 func (j *WindowJoin) AppendState(b []byte) []byte {
 	b = append(b, joinStateMagic...)
 	for _, v := range []int64{j.window, j.grace, j.leftMax, j.rightMax, j.stats.Left, j.stats.Right,
-		j.stats.LateLeft, j.stats.LateRight, j.stats.Matched, j.stats.Unmatched, j.stats.ExtraRight, j.stats.OrphanRight} {
+		j.stats.LateLeft, j.stats.LateRight, j.stats.Matched, j.stats.Unmatched, j.stats.ExtraRight, j.stats.OrphanRight,
+		j.stats.DuplicateLeft} {
 		b = binary.BigEndian.AppendUint64(b, uint64(v))
 	}
 	ls := append(leftQueue(nil), j.lq...)
@@ -399,7 +409,7 @@ func (j *WindowJoin) LoadState(b []byte) error {
 	if string(d.take(len(joinStateMagic))) != joinStateMagic {
 		return fmt.Errorf("%w: no %q header in %d bytes", ErrJoinState, joinStateMagic, len(b))
 	}
-	var v [12]int64
+	var v [13]int64
 	for i := range v {
 		v[i] = int64(d.u64())
 	}
@@ -410,7 +420,7 @@ func (j *WindowJoin) LoadState(b []byte) error {
 	fresh, _ := NewWindowJoin(j.Window(), time.Duration(j.grace)*time.Millisecond, j.emit)
 	fresh.leftMax, fresh.rightMax = v[2], v[3]
 	fresh.stats = JoinStats{Left: v[4], Right: v[5], LateLeft: v[6], LateRight: v[7], Matched: v[8],
-		Unmatched: v[9], ExtraRight: v[10], OrphanRight: v[11]}
+		Unmatched: v[9], ExtraRight: v[10], OrphanRight: v[11], DuplicateLeft: v[12]}
 	for n := d.u32(); d.err == nil && n > 0; n-- {
 		fresh.seq++
 		l := &joinLeft{key: string(d.bytes()), t: int64(d.u64()), seq: fresh.seq}

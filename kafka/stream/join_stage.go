@@ -10,8 +10,11 @@ package stream
 // Lines on the intermediate topics:
 //
 //	<p>-events   the events as published (CTREvent lines), and "tick <key> imp|click <ms>" lines
-//	<p>-by-item  <item> <impression id> <1 clicked | 0 not> <impression ms>
+//	<p>-by-item  <item> <impression id> <1 clicked | 0 not> <impression ms> <join partition>/<n>
 //	output       <item> <clicked> <impressions> <rate, 6 decimals>      (one line per decided impression)
+//
+// n numbers the decisions of one join task from 1: it is part of the join's checkpointed state, so a join task
+// restored from its checkpoint numbers the decisions it makes again as it did the first time.
 //
 // A tick says no event of its kind (impressions or clicks) older than its time is still to come in its
 // partition (a generator's end of input); the ticks of both kinds decide the windows of the last impressions. TickKeys gives one key per partition, so that a tick
@@ -19,15 +22,19 @@ package stream
 // partition number of a topic with as many partitions.
 //
 // Guarantees: each stage's state (the join's pending events, the rates' counts) is exactly-once, checkpointed
-// with its offset; each intermediate topic and the output are at-least-once. CTRRates remembers the
-// impression ids it has counted, so a decision published twice (a join task restarted from its checkpoint
-// decides the same impressions the same way again) is counted once: the last line of each item in the output
-// is the exact rate, the same as an uninterrupted run's.
+// with its offset; each intermediate topic and the output are at-least-once. The copies that at-least-once
+// makes are removed where they meet state: the join ignores an impression already pending (a copy of one
+// already decided is late), and CTRRates keeps, for each join partition and item, the highest decision number
+// it has counted — the decisions of one join partition and item reach it in their order (one key, one
+// partition, §3.3), and a restored join task publishes again only numbers after its checkpoint's, so a number
+// not above the highest is a copy. Its state is a few numbers per item and partition, not one entry per
+// impression. The last line of each item in the output is the exact rate, the same as an uninterrupted run's.
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -90,8 +97,8 @@ func CTRJoin(cfg CTRJoinConfig) (ProcessorFactory, error) {
 	if err := topic.Validate(cfg.Output); err != nil {
 		return nil, fmt.Errorf("%w: join output topic: %w", ErrBadConfig, err)
 	}
-	return func(string, string) (Processor, error) {
-		p := &ctrJoin{out: cfg.Output}
+	return func(_, partition string) (Processor, error) {
+		p := &ctrJoin{out: cfg.Output, src: partition}
 		p.j, _ = NewWindowJoin(cfg.Window, cfg.Grace, p.decided)
 		return p, nil
 	}, nil
@@ -100,6 +107,7 @@ func CTRJoin(cfg CTRJoinConfig) (ProcessorFactory, error) {
 type ctrJoin struct {
 	j   *WindowJoin
 	out string
+	src string   // the task's partition: with the decision's number, what makes a decision unique
 	c   *Context // during Process
 	err error
 	buf []byte
@@ -124,13 +132,13 @@ func (p *ctrJoin) Process(c *Context, r *Record) error {
 		return fmt.Errorf("%w: %v", ErrSkip, err)
 	}
 	p.c = c
-	taken := true
+	late := p.j.stats.LateLeft + p.j.stats.LateRight
 	if e.Kind == Impression {
-		taken = p.j.Left([]byte(e.ID), e.Time, []byte(e.Item))
+		p.j.Left([]byte(e.ID), e.Time, []byte(e.Item))
 	} else {
-		taken = p.j.Right([]byte(e.ID), e.Time, []byte(e.Item))
+		p.j.Right([]byte(e.ID), e.Time, []byte(e.Item))
 	}
-	if !taken {
+	if p.j.stats.LateLeft+p.j.stats.LateRight > late {
 		c.Report.Late++
 	}
 	return p.flushErr()
@@ -156,6 +164,10 @@ func (p *ctrJoin) decided(r JoinResult) {
 		b = append(b, " 0 "...)
 	}
 	b = strconv.AppendInt(b, r.LeftTime, 10)
+	b = append(b, ' ')
+	b = append(b, p.src...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, p.j.stats.Matched+p.j.stats.Unmatched, 10) // this decision's number, from 1
 	p.buf = b
 	if err := p.c.Out.Emit(p.out, r.Left, b); err != nil {
 		p.err = fmt.Errorf("stream: publishing a decided impression to %q: %w", p.out, err)
@@ -189,38 +201,73 @@ func CTRRates(cfg CTRRatesConfig) (ProcessorFactory, error) {
 		return nil, fmt.Errorf("%w: output topic: %w", ErrBadConfig, err)
 	}
 	return func(string, string) (Processor, error) {
-		return &ctrRates{out: cfg.Output, c: NewCTRCounter()}, nil
+		return &ctrRates{out: cfg.Output, rates: map[string]*Rate{}, last: map[string]int64{}}, nil
 	}, nil
 }
 
 type ctrRates struct {
-	out string
-	c   *CTRCounter
-	buf []byte
+	out   string
+	rates map[string]*Rate
+	last  map[string]int64 // "<join partition>/<item>" → the highest decision number counted
+	dups  int64
+	buf   []byte
+}
+
+// Dups is how many decisions the rates stage recognised as copies and ignored.
+func (p *ctrRates) Dups() int64 { return p.dups }
+
+// Decision is one <p>-by-item line.
+type Decision struct {
+	Item, ID string
+	Clicked  bool
+	Time     int64  // the impression's, ms
+	Source   string // the join task's partition
+	N        int64  // the decision's number in that task, from 1
 }
 
 // ParseDecision reads a <p>-by-item line.
-func ParseDecision(b []byte) (item, id string, clicked bool, ms int64, err error) {
+func ParseDecision(b []byte) (Decision, error) {
 	f := bytes.Fields(b)
-	if len(f) != 4 || (string(f[2]) != "0" && string(f[2]) != "1") {
-		return "", "", false, 0, fmt.Errorf("%w: %q is not \"<item> <id> <0|1> <ms>\"", ErrSkip, ctrClip(b))
+	if len(f) != 5 || (string(f[2]) != "0" && string(f[2]) != "1") {
+		return Decision{}, fmt.Errorf("%w: %q is not \"<item> <id> <0|1> <ms> <partition>/<n>\"", ErrSkip, ctrClip(b))
 	}
 	ms, ok := parseInt(f[3])
 	if !ok {
-		return "", "", false, 0, fmt.Errorf("%w: %q: time %q", ErrSkip, ctrClip(b), f[3])
+		return Decision{}, fmt.Errorf("%w: %q: time %q", ErrSkip, ctrClip(b), f[3])
 	}
-	return string(f[0]), string(f[1]), f[2][0] == '1', ms, nil
+	i := bytes.LastIndexByte(f[4], '/')
+	var n int64
+	if i > 0 {
+		n, ok = parseInt(f[4][i+1:])
+	}
+	if i <= 0 || !ok || n < 1 {
+		return Decision{}, fmt.Errorf("%w: %q: %q is not <partition>/<n>", ErrSkip, ctrClip(b), f[4])
+	}
+	return Decision{Item: string(f[0]), ID: string(f[1]), Clicked: f[2][0] == '1', Time: ms,
+		Source: string(f[4][:i]), N: n}, nil
 }
 
 func (p *ctrRates) Process(c *Context, r *Record) error {
-	item, id, clicked, _, err := ParseDecision(r.Value)
+	d, err := ParseDecision(r.Value)
 	if err != nil {
 		return err
 	}
-	if !p.c.Add(item, id, clicked) {
+	k := d.Source + "/" + d.Item
+	if d.N <= p.last[k] {
+		p.dups++
 		return nil // counted already: a decision published again after a restart
 	}
-	rate := *p.c.items[item]
+	p.last[k] = d.N
+	rp := p.rates[d.Item]
+	if rp == nil {
+		rp = &Rate{}
+		p.rates[d.Item] = rp
+	}
+	rp.Impressions++
+	if d.Clicked {
+		rp.Clicked++
+	}
+	item, rate := d.Item, *rp
 	b := AppendRateLine(p.buf[:0], item, rate)
 	p.buf = b
 	if err := c.Out.Emit(p.out, []byte(item), b); err != nil {
@@ -259,36 +306,34 @@ func ParseRateLine(b []byte) (item string, r Rate, err error) {
 	return string(f[0]), r, nil
 }
 
-// The rates' checkpoint: "CR1", then the impression ids counted, each with its item and outcome, sorted by id
-// (uint32 lengths, big-endian); the counts per item are rebuilt from them.
-const ctrRatesMagic = "CR1"
+// The rates' checkpoint (big-endian, uint32 lengths): "CR2"; the number of items, then per item its name,
+// clicked and impressions (int64); the number of (join partition, item) pairs, then per pair "<partition>/<item>"
+// and the highest decision number counted (int64); the copies ignored (int64). Sorted, so that equal states
+// make equal bytes.
+const ctrRatesMagic = "CR2"
 
 func (p *ctrRates) AppendState(dst []byte) ([]byte, error) {
 	dst = append(dst, ctrRatesMagic...)
-	ids := make([]string, 0, len(p.c.seen))
-	for id := range p.c.seen {
-		ids = append(ids, id)
+	items := slices.Sorted(maps.Keys(p.rates))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(items)))
+	for _, it := range items {
+		dst = joinAppendBytes(dst, []byte(it))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(p.rates[it].Clicked))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(p.rates[it].Impressions))
 	}
-	slices.Sort(ids)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(ids)))
-	for _, id := range ids {
-		s := p.c.seen[id]
-		dst = joinAppendBytes(dst, []byte(id))
-		dst = joinAppendBytes(dst, []byte(s.item))
-		if s.clicked {
-			dst = append(dst, 1)
-		} else {
-			dst = append(dst, 0)
-		}
+	keys := slices.Sorted(maps.Keys(p.last))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(keys)))
+	for _, k := range keys {
+		dst = joinAppendBytes(dst, []byte(k))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(p.last[k]))
 	}
-	dst = binary.BigEndian.AppendUint64(dst, uint64(p.c.Dups))
-	return binary.BigEndian.AppendUint64(dst, uint64(p.c.Conflicts)), nil
+	return binary.BigEndian.AppendUint64(dst, uint64(p.dups)), nil
 }
 
 func (p *ctrRates) RestoreState(b []byte) error {
-	c := NewCTRCounter()
+	rates, last := map[string]*Rate{}, map[string]int64{}
 	if len(b) == 0 {
-		p.c = c
+		p.rates, p.last, p.dups = rates, last, 0
 		return nil
 	}
 	d := joinDecoder{b: b}
@@ -296,20 +341,20 @@ func (p *ctrRates) RestoreState(b []byte) error {
 		return fmt.Errorf("%w: no %q header in the rates' state", ErrBadCheckpoint, ctrRatesMagic)
 	}
 	for n := d.u32(); d.err == nil && n > 0; n-- {
-		id, item := string(d.bytes()), string(d.bytes())
-		m := d.take(1)
-		if d.err == nil {
-			c.Add(item, id, m[0] == 1)
-		}
+		it := string(d.bytes())
+		rates[it] = &Rate{Clicked: int64(d.u64()), Impressions: int64(d.u64())}
 	}
-	dups, conflicts := int64(d.u64()), int64(d.u64())
+	for n := d.u32(); d.err == nil && n > 0; n-- {
+		k := string(d.bytes())
+		last[k] = int64(d.u64())
+	}
+	dups := int64(d.u64())
 	if d.err == nil && d.off != len(b) {
 		d.err = fmt.Errorf("%d bytes after the state", len(b)-d.off)
 	}
 	if d.err != nil {
 		return fmt.Errorf("%w: rates' state: %v", ErrBadCheckpoint, d.err)
 	}
-	c.Dups, c.Conflicts = dups, conflicts
-	p.c = c
+	p.rates, p.last, p.dups = rates, last, dups
 	return nil
 }

@@ -121,8 +121,8 @@ func TestIntegration_StreamCTRKill9(t *testing.T) {
 	seen := map[string]int{}
 	lines := 0
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if _, id, _, _, err := stream.ParseDecision([]byte(l)); err == nil {
-			seen[id]++
+		if d, err := stream.ParseDecision([]byte(l)); err == nil {
+			seen[d.ID]++
 			lines++
 		}
 	}
