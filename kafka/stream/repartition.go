@@ -7,7 +7,7 @@ package stream
 // (kafka/producer, §3.3) puts every message of a new key in one partition of that topic, and a stage reading
 // it has, in each task, all the messages of its keys. The intermediate topic is an ordinary topic: the
 // repartitioning stage's output is at-least-once, like any stage's (the package doc's guarantees), so the
-// stage that reads it must tolerate a message seen twice (CTRRates counts each impression id once).
+// stage that reads it must tolerate a message seen twice (the join ignores a pending impression seen again, CTRRates a decision number it has counted).
 //
 // Two topics whose messages a task must see together (the two inputs of a join, or a topic and the one it
 // is repartitioned into) must also have the same partitions: CheckCopartitioned says whether they do.

@@ -41,7 +41,7 @@ func (p *ctrProc) logText() string { b, _ := os.ReadFile(p.log); return string(b
 // The click-through pipeline survives kill -9: two stream-ctr processes share the 16 tasks of the four
 // stages; one is killed with SIGKILL while the workload is being published and processed, and started again.
 // The state of each task is exactly-once (checkpointed with its offsets), the intermediate topics and the
-// output at-least-once, and the rates stage counts each impression id once: the final rates equal the
+// output at-least-once, and the rates stage counts each decision once: the final rates equal the
 // generator's exactly. The test prints how many decided impressions were published more than once.
 func TestIntegration_StreamCTRKill9(t *testing.T) {
 	if testing.Short() {
