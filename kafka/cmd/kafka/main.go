@@ -7,7 +7,7 @@
 //	kafka get-offset-shell --broker localhost:9092 --topic t --partition 0 --time -1
 //	kafka dump-log-segments /tmp/kafka-logs/t-0/00000000000000000000.kafka
 //	kafka producer-perf ... / kafka consumer-perf ...
-//	kafka stream-count / stream-ctr / stream-ctr-gen / stream-table (paper §6, package kafka/stream)
+//	kafka stream-count / stream-ctr / stream-ctr-gen / stream-table / stream-join-table (paper §6, kafka/stream)
 //
 // Each subcommand's file registers it in init with register, so a new tool
 // is a new file. `kafka help` lists them; `kafka help NAME` or

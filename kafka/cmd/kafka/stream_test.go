@@ -239,6 +239,61 @@ func TestIntegration_StreamCountExact(t *testing.T) {
 	t.Logf("%d window counts exact; stream-count: %s", len(want), errs[strings.LastIndex(errs, "stopped:"):])
 }
 
+// §6's stream–table join with the real command: the generator's clicks joined with an item table published to a
+// topic; every click comes out once with its item's row, a click of an item the table lacks with "-".
+func TestIntegration_StreamJoinTable(t *testing.T) {
+	connect := streamCluster(t, "impressions", "clicks", "items")
+	if _, errs, code := runKafka(t, "stream-ctr-gen", "--zookeeper", connect, "--impressions", "impressions",
+		"--clicks", "clicks", "--rounds", "3"); code != 0 {
+		t.Fatalf("stream-ctr-gen: %d\n%s", code, errs)
+	}
+	cfg := producer.DefaultConfig()
+	cfg.ZkConnect = connect
+	p, err := producer.NewSync(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	rows := map[string]string{"item-a": "item-a red-shoes 40", "item-b": "item-b hat 12", "item-d": "item-d socks 3",
+		"item-e": "item-e gloves 9"} // no item-c
+	for k, v := range rows {
+		if err := p.SendKeyed("items", []byte(k), []byte(k+" old-row"), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	_, clicks, _ := stream.DefaultCTRWorkload(3).Generate()
+	stop := runStream(t, "stream-join-table", "--zookeeper", connect, "--input", "clicks", "--table", "items",
+		"--key", "2", "--output", "clicks-named", "--report-every", "1s")
+	var lines []string
+	for deadline := time.Now().Add(60 * time.Second); len(lines) < len(clicks)+4; time.Sleep(300 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_, errs := stop()
+			t.Fatalf("%d of %d joined clicks after 60 s\n%s", len(lines), len(clicks)+4, errs)
+		}
+		out, _, _ := runKafka(t, "console-consumer", "--zookeeper", connect, "--topic", "clicks-named",
+			"--from-beginning", "--consumer-timeout-ms", "1000")
+		lines = strings.Split(strings.TrimSpace(out), "\n")
+	}
+	code, errs := stop()
+	if code != 0 || !strings.Contains(errs, "table items loaded: 4 keys") {
+		t.Errorf("stream-join-table: exit %d\n%s", code, errs)
+	}
+	got := map[string]int{}
+	for _, l := range lines {
+		got[l]++
+	}
+	for _, e := range clicks {
+		row, ok := rows[e.Item]
+		if !ok {
+			row = "-"
+		}
+		if want := e.String() + " " + row; got[want] == 0 {
+			t.Errorf("no joined line %q", want)
+		}
+	}
+}
+
 // Bad command lines are refused before anything connects (the ZooKeeper address is unreachable, so a
 // command that went on would fail with exit 1 instead): exit 2 and a message naming what is wrong.
 func TestStreamCommandsBadInput(t *testing.T) {
@@ -267,6 +322,10 @@ func TestStreamCommandsBadInput(t *testing.T) {
 		{[]string{"stream-count", "--zookeeper", zk, "--input", "t", "--output", "o", "--key", "1", "--time", "2", "--grace", "-1s"}, "--grace"},
 		{[]string{"stream-count", "--zookeeper", zk, "--input", "t", "--output", "o", "--key", "1", "--time", "2", "--group", "a/b"}, "--group"},
 		{[]string{"stream-ctr", "--zookeeper", zk, "--impressions", "i", "--clicks", "c"}, "--output is required"},
+		{[]string{"stream-join-table", "--zookeeper", zk, "--input", "c", "--table", "t", "--output", "o"}, "--key is required"},
+		{[]string{"stream-join-table", "--zookeeper", zk, "--input", "c", "--table", "t", "--output", "t", "--key", "2"}, "must differ"},
+		{[]string{"stream-join-table", "--zookeeper", zk, "--input", "c", "--table", "t", "--output", "../o", "--key", "2"}, "invalid topic name"},
+		{[]string{"stream-join-table", "--zookeeper", zk, "--input", "c", "--table", "t", "--output", "o", "--key", "-2"}, "--key must be a field number"},
 		{[]string{"stream-ctr", "--zookeeper", zk, "--impressions", "i", "--clicks", "c", "--output", "o", "--window", "0"}, "--window must be a positive"},
 		{[]string{"stream-ctr", "--zookeeper", zk, "--impressions", "i", "--clicks", "c", "--output", "o", "--window", "-1m"}, "--window must be a positive"},
 		{[]string{"stream-ctr", "--zookeeper", zk, "--impressions", "i", "--clicks", "c", "--output", "a b"}, "invalid topic name"},
