@@ -248,3 +248,51 @@ func TestCTREventLines(t *testing.T) {
 		t.Errorf("Rate 1/3: %q, %q", r.Decimal(6), r.String())
 	}
 }
+
+// BenchmarkWindowJoin joins the click-through workload (impressions and clicks alternating in bursts, as two
+// fetched topics arrive) on one task: the cost per event of matching, buffering and deciding. Bytes are the
+// events' lines.
+func BenchmarkWindowJoin(b *testing.B) {
+	w := DefaultCTRWorkload(200)
+	imps, clicks, err := w.Generate()
+	if err != nil {
+		b.Fatal(err)
+	}
+	type ev struct {
+		left bool
+		key  []byte
+		t    int64
+		val  []byte
+	}
+	var evs []ev
+	var bytes int64
+	for i, c := 0, 0; i < len(imps) || c < len(clicks); {
+		for n := 0; n < 20 && i < len(imps); n, i = n+1, i+1 {
+			evs = append(evs, ev{true, []byte(imps[i].ID), imps[i].Time, []byte(imps[i].Item)})
+			bytes += int64(len(imps[i].String()))
+		}
+		for n := 0; n < 12 && c < len(clicks); n, c = n+1, c+1 {
+			evs = append(evs, ev{false, []byte(clicks[c].ID), clicks[c].Time, []byte(clicks[c].Item)})
+			bytes += int64(len(clicks[c].String()))
+		}
+	}
+	b.SetBytes(bytes / int64(len(evs)))
+	b.ReportAllocs()
+	decided := 0
+	j, _ := NewWindowJoin(time.Duration(w.Window)*time.Millisecond, time.Duration(w.Disorder)*time.Millisecond,
+		func(JoinResult) { decided++ })
+	for i := 0; b.Loop(); i++ {
+		if i%len(evs) == 0 && i > 0 {
+			j.Flush()
+			j, _ = NewWindowJoin(time.Duration(w.Window)*time.Millisecond, time.Duration(w.Disorder)*time.Millisecond,
+				func(JoinResult) { decided++ })
+		}
+		e := evs[i%len(evs)]
+		if e.left {
+			j.Left(e.key, e.t, e.val)
+		} else {
+			j.Right(e.key, e.t, e.val)
+		}
+	}
+	b.ReportMetric(float64(len(evs)), "events/workload")
+}
