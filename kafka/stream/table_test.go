@@ -135,6 +135,27 @@ func TestIntegration_TableFollowsTopic(t *testing.T) {
 		t.Errorf("AppendValue: %q, %v", buf, ok)
 	}
 
+	// §6: topics a task reads together must be partitioned alike. "items" and "items2" are (two partitions on
+	// each broker); "half" lives on broker 0 only.
+	c.create(t, "items2")
+	if err := CheckCopartitioned(c.disc, "items", "items2"); err != nil {
+		t.Errorf("items and items2: %v", err)
+	}
+	if err := c.p.SendTo(0, "half", 0); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if ps, _ := c.disc.Partitions("half"); len(ps) == 2 && ps[0].BrokerID == 0 && ps[1].BrokerID == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("topic half not registered on broker 0 alone")
+		}
+	}
+	if err := CheckCopartitioned(c.disc, "items", "half"); !errors.Is(err, ErrNotCopartitioned) {
+		t.Errorf("items and half: %v, want ErrNotCopartitioned", err)
+	}
+
 	for _, bad := range []TableConfig{{Topic: "../etc", Key: firstField}, {Topic: "items"}} {
 		if _, err := OpenTable(ctx, c.disc, bad); !errors.Is(err, ErrTable) {
 			t.Errorf("OpenTable(%+v): %v, want ErrTable", bad, err)
