@@ -412,8 +412,9 @@ func sampleBroker(pid, tool int) func() []brokerSample {
 // slowed by the machine (docs/PERFORMANCE.md, flat over the run).
 //
 // With the read(2) counts it also prints the broker's reads and the bytes
-// per read (a batch-1 producer's request is 229 bytes, so 229 B/read is a
-// broker woken for every request), and the tool's write(2) calls and CPU
+// per read (a batch-1 producer's request is 230 bytes, and a read that
+// finds the socket empty counts too, so ~300 B/read or less is a broker
+// woken for about every request), and the tool's write(2) calls and CPU
 // seconds in the tenth.
 func printTenths(w io.Writer, name string, s []brokerSample) {
 	if len(s) < 11 {
