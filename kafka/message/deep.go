@@ -2,6 +2,7 @@ package message
 
 import (
 	"fmt"
+	"hash/crc32"
 	"sync"
 )
 
@@ -55,41 +56,72 @@ func (d *DeepIterator) Reset(set []byte, base int64) {
 
 // Next advances to the next message, descending into wrappers. It returns
 // false at the end of the set, at a partial tail (Err nil), or on a bad
-// message (Err set).
+// message (Err set). A plain magic-0 message, the paper's format and the
+// hot path, is checked here; everything else is next's and open's.
 func (d *DeepIterator) Next() bool {
-	if d.err != nil {
+	if !d.inIn && d.err == nil && d.outer.Next() {
+		if validV0(d.outer.Message()) {
+			return true
+		}
+		if d.open() {
+			return true
+		}
+	}
+	return d.next()
+}
+
+// next is the rest of Next: inside a wrapper, after an error, at the end of
+// the set, or after an empty wrapper.
+func (d *DeepIterator) next() bool {
+	for d.err == nil {
+		if d.inIn {
+			if d.inner.Next() { // Unpack checked the inner set whole, CRCs included
+				d.last = d.inner.Remaining() == 0
+				return true
+			}
+			d.inIn = false
+		}
+		if !d.outer.Next() {
+			d.err = d.outer.Err()
+			return false
+		}
+		if d.open() {
+			return true
+		}
+	}
+	return false
+}
+
+// open checks the current outer message and, if it is a wrapper, unpacks it
+// and moves to its first inner message. It reports whether there is a
+// message to yield: not on an error (d.err set), nor for an empty wrapper.
+func (d *DeepIterator) open() bool {
+	m := d.outer.Message()
+	if !m.Valid() {
+		d.err = fmt.Errorf("%w at offset %d (%d bytes, stored %08x)", ErrChecksum, d.outer.Offset(), len(m), m.Checksum())
 		return false
 	}
-	if d.inIn {
-		if d.inner.Next() { // Unpack checked the inner set whole, CRCs included
-			d.last = d.inner.Remaining() == 0
-			return true
-		}
-		d.inIn = false
+	if m.Codec() == CodecNone {
+		return true
 	}
-	for d.outer.Next() {
-		m := d.outer.Message()
-		if !m.Valid() {
-			d.err = fmt.Errorf("%w at offset %d (%d bytes, stored %08x)", ErrChecksum, d.outer.Offset(), len(m), m.Checksum())
-			return false
-		}
-		if m.Codec() == CodecNone {
-			return true
-		}
-		buf, err := Unpack(d.buf[:0], m)
-		d.buf = buf
-		if err != nil {
-			d.err = fmt.Errorf("wrapper at offset %d: %w", d.outer.Offset(), err)
-			return false
-		}
-		d.inner.Reset(d.buf, 0)
-		if d.inner.Next() { // else an empty wrapper: nothing to yield
-			d.inIn, d.last = true, d.inner.Remaining() == 0
-			return true
-		}
+	buf, err := Unpack(d.buf[:0], m)
+	d.buf = buf
+	if err != nil {
+		d.err = fmt.Errorf("wrapper at offset %d: %w", d.outer.Offset(), err)
+		return false
 	}
-	d.err = d.outer.Err()
-	return false
+	d.inner.Reset(d.buf, 0)
+	if !d.inner.Next() {
+		return false
+	}
+	d.inIn, d.last = true, d.inner.Remaining() == 0
+	return true
+}
+
+// validV0 reports whether m is a magic-0 message whose CRC is right: one
+// with nothing to unpack.
+func validV0(m Message) bool {
+	return m[LengthSize] == MagicV0 && crc32.ChecksumIEEE(m[HeaderSizeV0:]) == byteOrder.Uint32(m[LengthSize+1:])
 }
 
 // SkipBad clears the error of a bad message (a CRC mismatch, a wrapper that
@@ -136,32 +168,14 @@ func (d *DeepIterator) Consumed() int { return d.outer.Consumed() }
 // without wrappers costs what ValidateWhole costs and allocates nothing;
 // wrappers are unpacked into pooled buffers.
 func ValidateWholeDeep(set []byte) (count int, err error) {
-	var buf *[]byte
 	it := NewIterator(set, 0)
 	for it.Next() {
-		m := it.Message()
-		if !m.Valid() {
-			err = fmt.Errorf("%w at offset %d (stored %08x)", ErrChecksum, it.cur, m.Checksum())
-			break
-		}
-		if m.Codec() != CodecNone {
-			if buf == nil {
-				buf = unpackBuffers.Get().(*[]byte)
-			}
-			if *buf, err = Unpack((*buf)[:0], m); err != nil {
-				err = fmt.Errorf("wrapper at offset %d: %w", it.cur, err)
-				break
+		if m := it.Message(); !validV0(m) {
+			if err := validateOther(m, it.cur); err != nil {
+				return count, err
 			}
 		}
 		count++
-	}
-	if buf != nil {
-		if cap(*buf) <= maxPooledBuffer {
-			unpackBuffers.Put(buf)
-		}
-	}
-	if err != nil {
-		return count, err
 	}
 	if err := it.Err(); err != nil {
 		return count, err
@@ -170,6 +184,28 @@ func ValidateWholeDeep(set []byte) (count int, err error) {
 		return count, fmt.Errorf("%w: %d bytes left after %d whole messages (%d bytes)", ErrTruncated, it.Remaining(), count, it.Consumed())
 	}
 	return count, nil
+}
+
+// validateOther is ValidateWholeDeep's check of a message at offset that is
+// not a valid magic-0 one: its CRC, and if it is a wrapper, Unpack into a
+// pooled buffer.
+func validateOther(m Message, offset int) error {
+	if !m.Valid() {
+		return fmt.Errorf("%w at offset %d (stored %08x)", ErrChecksum, offset, m.Checksum())
+	}
+	if m.Codec() == CodecNone {
+		return nil
+	}
+	buf := unpackBuffers.Get().(*[]byte)
+	var err error
+	*buf, err = Unpack((*buf)[:0], m)
+	if cap(*buf) <= maxPooledBuffer {
+		unpackBuffers.Put(buf)
+	}
+	if err != nil {
+		return fmt.Errorf("wrapper at offset %d: %w", offset, err)
+	}
+	return nil
 }
 
 // maxPooledBuffer: a buffer that grew past 4 MiB (a wrapper of far more
