@@ -259,3 +259,45 @@ func TestSendAllocatesNothing(t *testing.T) {
 		t.Fatalf("Send allocated %.1f times per call, want 0", allocs)
 	}
 }
+
+// SendKeyedEach: one request per partition, each with its messages in the caller's order across keys (§3.3),
+// every key on the partition SendKeyed picks for it.
+func TestSendKeyedEachKeepsOrderWithinAPartition(t *testing.T) {
+	reqs := [2]chan protocol.Request{make(chan protocol.Request, 10), make(chan protocol.Request, 10)}
+	list := brokerList(0, fakeBroker(t, reqs[0])) + "," + brokerList(1, fakeBroker(t, reqs[1]))
+	p := newTestProducer(t, list)
+	var keys, msgs [][]byte
+	want := [2][]string{}
+	for i := range 12 {
+		k := []byte(fmt.Sprintf("k%d", i%5))
+		m := fmt.Sprintf("%s-%d", k, i)
+		keys, msgs = append(keys, k), append(msgs, []byte(m))
+		b := DefaultPartitioner{}.Partition(k, 2)
+		want[b] = append(want[b], m)
+	}
+	if len(want[0]) == 0 || len(want[1]) == 0 {
+		t.Fatalf("the keys do not reach both brokers: %v", want)
+	}
+	if err := p.SendKeyedEach("t", keys, msgs); err != nil {
+		t.Fatal(err)
+	}
+	for b := range reqs {
+		r := (<-reqs[b]).(protocol.ProduceRequest)
+		var got []string
+		it := message.NewIterator(r.Messages, 0)
+		for it.Next() {
+			got = append(got, string(it.Message().Payload()))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want[b]) {
+			t.Errorf("broker %d: one request %v, want %v", b, got, want[b])
+		}
+		select {
+		case r := <-reqs[b]:
+			t.Errorf("broker %d: a second request %v", b, r)
+		default:
+		}
+	}
+	if err := p.SendKeyedEach("t", keys, msgs[:3]); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("12 keys for 3 messages: %v, want ErrBadConfig", err)
+	}
+}

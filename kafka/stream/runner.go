@@ -483,12 +483,16 @@ func (r *Runner) stop(task *Task, save func() error, lg *slog.Logger) error {
 	return nil
 }
 
-// producerEmitter holds a task's results until flush publishes them, grouped by topic and key (a key's
-// results in their order), with the producer's key hash choosing the partition (§3.3).
+// producerEmitter holds a task's results until flush publishes them, with the producer's key hash choosing
+// each result's partition (§3.3): one request per output partition, holding that partition's results in emit
+// order, whatever their keys. Downstream of a repartition the emit order is event-time order, and a reader of
+// an output partition sees it unchanged (grouping by key would add disorder between keys of one partition).
 type producerEmitter struct {
 	p       *producer.SyncProducer
 	pending []pendingResult
 	arena   []byte
+	keys    [][]byte // flush's scratch
+	msgs    [][]byte
 }
 
 type pendingResult struct {
@@ -505,29 +509,24 @@ func (e *producerEmitter) Emit(topic string, key, value []byte) error {
 }
 
 func (e *producerEmitter) flush() error {
-	if len(e.pending) == 0 {
-		return nil
-	}
-	type group struct {
-		topic string
-		key   []byte
-		msgs  [][]byte
-	}
-	var order []*group
-	byKey := map[[2]string]*group{}
-	for _, pr := range e.pending {
-		k := e.arena[pr.key0:pr.key1]
-		g := byKey[[2]string{pr.topic, string(k)}]
-		if g == nil {
-			g = &group{topic: pr.topic, key: k}
-			byKey[[2]string{pr.topic, string(k)}] = g
-			order = append(order, g)
+	// Topic by topic, in the order of each topic's first result (a stage usually has one output topic).
+	for i := range e.pending {
+		t := e.pending[i].topic
+		if t == "" {
+			continue // sent with an earlier topic
 		}
-		g.msgs = append(g.msgs, e.arena[pr.key1:pr.val1])
-	}
-	for _, g := range order {
-		if err := e.p.SendKeyed(g.topic, g.key, g.msgs...); err != nil {
-			return fmt.Errorf("stream: publishing %d results to %q: %w", len(g.msgs), g.topic, err)
+		e.keys, e.msgs = e.keys[:0], e.msgs[:0]
+		for j := i; j < len(e.pending); j++ {
+			pr := &e.pending[j]
+			if pr.topic != t {
+				continue
+			}
+			e.keys = append(e.keys, e.arena[pr.key0:pr.key1])
+			e.msgs = append(e.msgs, e.arena[pr.key1:pr.val1])
+			pr.topic = ""
+		}
+		if err := e.p.SendKeyedEach(t, e.keys, e.msgs); err != nil {
+			return fmt.Errorf("stream: publishing %d results to %q: %w", len(e.msgs), t, err)
 		}
 	}
 	e.pending, e.arena = e.pending[:0], e.arena[:0]

@@ -10,7 +10,7 @@ import (
 func init() {
 	register(&command{
 		Name:    "stream-ctr",
-		Args:    "--zookeeper HOST:PORT --impressions TOPIC --clicks TOPIC --window 10s --output TOPIC [--grace 30s] [--group G]",
+		Args:    "--zookeeper HOST:PORT --impressions TOPIC --clicks TOPIC --window 10s --output TOPIC [--grace 2s] [--group G]",
 		Summary: "click-through rates per item: clicks joined with impressions within a window, unclicked ones included (paper §1, §6)",
 		Run:     streamCTR,
 	})
@@ -25,9 +25,11 @@ func init() {
 // with as many partitions per broker as the impressions (the events topic must be partitioned like the
 // inputs for the ticks of kafka stream-ctr-gen to reach every join task).
 //
-// The grace period must cover the disorder of each input, and also the disorder a repartitioning stage adds:
-// a stage publishes its results grouped by key within each checkpoint interval, so a second click of an
-// impression may move ahead of other clicks by up to the window. Hence the default grace of three windows.
+// The grace period must cover the event-time disorder of each input: the join's stream time is the lesser of
+// its two sides' latest times (kafka/stream/join.go), and a repartitioning stage publishes each output
+// partition's events in the order it read them (one input partition per output partition here, the topics
+// being co-partitioned), so it adds none. Hence the default grace of 2 s, the disorder of kafka
+// stream-ctr-gen's topics.
 func streamCTR(args []string, std stdio) error {
 	fs := newFlags(commands["stream-ctr"], std.Err)
 	zkConnect := fs.String("zookeeper", "", "ZooKeeper connect string host:port[/chroot]")
@@ -36,7 +38,7 @@ func streamCTR(args []string, std stdio) error {
 	output := fs.String("output", "", "topic of the rates")
 	group := fs.String("group", "stream-ctr", "consumer group of the processes; also the prefix of the intermediate topics")
 	window := fs.Duration("window", 10*time.Second, "a click counts if it comes within this long after its impression")
-	grace := fs.Duration("grace", 0, "how long, in event time, the join waits for late events (default: three windows)")
+	grace := fs.Duration("grace", 2*time.Second, "how long, in event time, the join waits for late events: at least the inputs' disorder (kafka stream-ctr-gen's is 2s)")
 	every := fs.Duration("report-every", 10*time.Second, "print the tasks' report this often")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -47,11 +49,8 @@ func streamCTR(args []string, std stdio) error {
 	if err := checkWindow("window", *window); err != nil {
 		return err
 	}
-	if *grace == 0 {
-		*grace = 3 * *window
-	}
 	if *grace < 0 || *grace%time.Millisecond != 0 {
-		return usagef("--grace must be a positive whole number of milliseconds, got %v", *grace)
+		return usagef("--grace must be zero or a positive whole number of milliseconds, got %v", *grace)
 	}
 	if *every <= 0 {
 		return usagef("--report-every must be positive, got %v", *every)
