@@ -58,7 +58,10 @@ type Runner struct {
 
 	mu      sync.Mutex
 	running map[[2]string]*taskRun
-	done    Report // reports of tasks that have stopped in this process (their last checkpoint's)
+	// reports holds, per partition this process has run a task for, the task's report as of its last
+	// checkpoint (or its stop): one entry per partition, replaced, never added to, so that a task that
+	// stops, or that is stopped and given the partition again, is counted once.
+	reports map[[2]string]Report
 	fatal   error
 	started bool
 }
@@ -66,7 +69,6 @@ type Runner struct {
 type taskRun struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	report Report
 }
 
 // NewRunner checks cfg and connects to ZooKeeper and the brokers.
@@ -141,7 +143,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		store = NewZKStore(c, cfg.Group)
 	}
 	return &Runner{cfg: cfg, log: lg, zk: c, store: store, prod: prod, group: g, stages: stages,
-		running: map[[2]string]*taskRun{}}, nil
+		running: map[[2]string]*taskRun{}, reports: map[[2]string]Report{}}, nil
 }
 
 // ID is the runner's consumer id in the group.
@@ -268,15 +270,24 @@ func (r *Runner) close() {
 	r.zk.Close()
 }
 
-// Report adds up the reports of this process's tasks: the running ones' so far and the stopped ones' last
-// checkpoints.
+// Report adds up, over the partitions this process has run a task for (running or stopped), each task's
+// report as of its last checkpoint: each partition once. A task's report is part of its checkpoint, so it
+// counts the partition's messages since the group began, those read by earlier owners of the partition
+// included; for one process that ran every partition from the start, its totals are the messages read and
+// the results published.
 func (r *Runner) Report() Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	keys := make([][2]string, 0, len(r.reports))
+	for k := range r.reports {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
+	})
 	rep := Report{}
-	rep.Add(r.done)
-	for _, tr := range r.running {
-		rep.Add(tr.report)
+	for _, k := range keys { // in partition order, so that the reasons kept are the same from call to call
+		rep.Add(r.reports[k])
 	}
 	return rep
 }
@@ -355,6 +366,9 @@ func (r *Runner) taskOnce(ctx context.Context, st *Stage, part string, tr *taskR
 		}
 	}
 	lg.Info("task started", "offset", start, "checkpoint version", version, "report", task.Report().String())
+	r.mu.Lock()
+	r.reports[[2]string{st.Input, part}] = task.Report() // the checkpoint's: its partition so far
+	r.mu.Unlock()
 	it := consumer.NewPartitionIterator(sc, st.Input, int32(p), start, r.cfg.FetchSize)
 	it.MaxBackoff = 100 * time.Millisecond
 
@@ -381,7 +395,7 @@ func (r *Runner) taskOnce(ctx context.Context, st *Stage, part string, tr *taskR
 		}
 		reasons = len(rep.Reasons)
 		r.mu.Lock()
-		tr.report = rep
+		r.reports[[2]string{st.Input, part}] = rep
 		r.mu.Unlock()
 		return nil
 	}
@@ -402,7 +416,7 @@ func (r *Runner) taskOnce(ctx context.Context, st *Stage, part string, tr *taskR
 			cancel()
 			if !got {
 				if ctx.Err() != nil {
-					return r.stop(task, save, lg)
+					return r.stop(st, part, task, save, lg)
 				}
 				if errors.Is(it.Err(), context.DeadlineExceeded) {
 					if resume := task.Offset(); resume >= 0 {
@@ -416,7 +430,7 @@ func (r *Runner) taskOnce(ctx context.Context, st *Stage, part string, tr *taskR
 		}
 		if !got {
 			if ctx.Err() != nil {
-				return r.stop(task, save, lg)
+				return r.stop(st, part, task, save, lg)
 			}
 			return fmt.Errorf("stream: reading %s/%s at offset %d: %w", st.Input, part, task.Offset(), it.Err())
 		}
@@ -430,7 +444,7 @@ func (r *Runner) taskOnce(ctx context.Context, st *Stage, part string, tr *taskR
 			}
 		}
 		if unsaved&1023 == 0 && ctx.Err() != nil {
-			return r.stop(task, save, lg)
+			return r.stop(st, part, task, save, lg)
 		}
 	}
 }
@@ -470,12 +484,14 @@ func (r *Runner) partitionAddr(topic, part string, lg *slog.Logger) (string, int
 }
 
 // stop checkpoints a task that is handed over or shut down and records its report.
-func (r *Runner) stop(task *Task, save func() error, lg *slog.Logger) error {
+func (r *Runner) stop(st *Stage, part string, task *Task, save func() error, lg *slog.Logger) error {
 	err := save()
 	rep := task.Report()
-	r.mu.Lock()
-	r.done.Add(rep)
-	r.mu.Unlock()
+	if err == nil {
+		r.mu.Lock()
+		r.reports[[2]string{st.Input, part}] = rep // a failed save leaves the last checkpoint's
+		r.mu.Unlock()
+	}
 	if err != nil && !errors.Is(err, ErrDeposed) {
 		lg.Warn("last checkpoint failed; the next owner resumes from the one before", "err", err)
 	}

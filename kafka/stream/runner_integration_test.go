@@ -97,6 +97,15 @@ func TestIntegration_RunnerReplicatedTopic(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
 	}
+	// After Run, every task has stopped: the runner's report counts each partition once, so its totals are
+	// the messages read and the results published.
+	var want Report
+	for p := range ref {
+		want.Add(ref[p].Report())
+	}
+	if got := r.Report(); got.Read != want.Read || got.Emitted != want.Emitted {
+		t.Errorf("runner's report after Run: %v; want the partitions' totals, %v", got, want)
+	}
 	if !ok {
 		t.Fatal("the checkpoints did not reach the reports of tasks given the partitions' messages")
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,6 +238,13 @@ func TestIntegration_StreamCountExact(t *testing.T) {
 		t.Errorf("%d windows published, want %d (the ticks' window must stay open)", len(got), len(want))
 	}
 	t.Logf("%d window counts exact; stream-count: %s", len(want), errs[strings.LastIndex(errs, "stopped:"):])
+	// The final report counts every task once: one process ran every partition from the start, uninterrupted,
+	// so it read each message once and published each window once.
+	m := regexp.MustCompile(`stopped: read (\d+),.* emitted (\d+)`).FindStringSubmatch(errs)
+	if m == nil || m[1] != strconv.Itoa(len(clicks)+len(parts)) || m[2] != strconv.Itoa(len(want)) {
+		t.Errorf("stream-count's final report %q, want read %d (the clicks and %d ticks), emitted %d (the windows)",
+			m, len(clicks)+len(parts), len(parts), len(want))
+	}
 }
 
 // §6's stream–table join with the real command: the generator's clicks joined with an item table published to a
