@@ -42,6 +42,7 @@ type GroupConsumer struct {
 	closed   bool
 
 	trigger  chan struct{} // a pending rebalance request (capacity 1: requests coalesce)
+	changed  chan struct{} // what Owned returns has changed (capacity 1: notifications coalesce)
 	relayout chan struct{} // a replicated partition's leader moved: lay the fetchers out again (replicated.go)
 
 	relayoutMu    sync.Mutex
@@ -75,6 +76,7 @@ func NewGroupConsumer(cfg GroupConfig) (*GroupConsumer, error) {
 		return nil, fmt.Errorf("consumer: group %q: %w", cfg.GroupID, err)
 	}
 	return &GroupConsumer{cfg: cfg, id: id, zk: c, log: base.With("component", "consumer"), trigger: make(chan struct{}, 1), relayout: make(chan struct{}, 1),
+		changed: make(chan struct{}, 1),
 		closing: make(chan struct{})}, nil
 }
 
@@ -266,6 +268,19 @@ func (g *GroupConsumer) Owned() map[string][]string {
 		sort.Strings(v)
 	}
 	return out
+}
+
+// OwnershipChanges receives a value after what Owned returns has changed: after a rebalance took this
+// consumer's partitions (step 2 of Algorithm 1, or giving up) and after one gave it its new share.
+// Notifications coalesce (the channel holds one): on each, call Owned for the current set.
+func (g *GroupConsumer) OwnershipChanges() <-chan struct{} { return g.changed }
+
+// ownershipChanged notifies OwnershipChanges without blocking.
+func (g *GroupConsumer) ownershipChanged() {
+	select {
+	case g.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Rebalances is the number of rebalances this consumer completed.

@@ -48,6 +48,11 @@ type GroupConfig struct {
 	RebalanceBackoff time.Duration
 	// QueuedChunksMax is queuedchunks.max (10): fetched chunks a stream buffers ahead of the application.
 	QueuedChunksMax int
+	// OwnershipOnly makes a member that takes part in Algorithm 1 (§3.2) and claims its partitions in the
+	// ownership registry but starts no fetchers: its streams stay empty. For a caller that reads the
+	// partitions it owns itself (kafka/stream's Runner), from Owned, told of changes by OwnershipChanges. Not a
+	// property.
+	OwnershipOnly bool
 	// SocketTimeout is socket.timeout.ms (30000): the longest a fetch or offsets request may take.
 	SocketTimeout time.Duration
 

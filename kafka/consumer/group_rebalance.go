@@ -214,9 +214,13 @@ func (g *GroupConsumer) rebalanceOnce(reason string) (conflict bool, err error) 
 		owned = append(owned, op)
 	}
 	g.owned = owned
+	g.ownershipChanged()
 
-	// Step 6: one fetcher per broker (per leader, for replicated partitions).
-	g.startFetchersLocked(view.brokers)
+	// Step 6: one fetcher per broker (per leader, for replicated partitions), unless the caller reads the
+	// partitions itself.
+	if !g.cfg.OwnershipOnly {
+		g.startFetchersLocked(view.brokers)
+	}
 	g.rebCount++
 	g.log.Info("rebalanced", "reason", reason, "generation", g.gen, "owned", ownedNames(owned))
 	return false, nil
@@ -250,6 +254,9 @@ func (g *GroupConsumer) releaseLocked() error {
 		}
 	}
 	if len(errs) == 0 {
+		if len(g.owned) > 0 {
+			g.ownershipChanged()
+		}
 		g.owned = nil
 	}
 	return errors.Join(errs...)

@@ -89,6 +89,9 @@ func (g *GroupConsumer) watchSessions() {
 					s.reset(g.gen)
 				}
 			}
+			if len(g.owned) > 0 {
+				g.ownershipChanged()
+			}
 			g.owned = nil
 			err := g.register()
 			g.mu.Unlock()

@@ -167,7 +167,7 @@ func (g *GroupConsumer) relayoutFetchers() {
 	g.relayoutMu.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
+	if g.closed || g.cfg.OwnershipOnly {
 		return
 	}
 	g.stopFetchers()

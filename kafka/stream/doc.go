@@ -22,8 +22,9 @@
 //	└──────┘     each task: Key, Time → processors → Emitter (producer)
 //	                        checkpoint (state + input offset) ──► ZooKeeper, one node per task
 //
-// A Runner is one processor process: a member of the group (consumer.GroupConsumer, for Algorithm 1's
-// ownership only), with one Task per partition it owns, each read with a consumer.PartitionIterator from its
+// A Runner is one processor process: a member of the group (consumer.GroupConsumer with OwnershipOnly: for
+// Algorithm 1's ownership, without fetchers; OwnershipChanges says when to start and stop tasks), with one
+// Task per partition it owns, each read with a consumer.PartitionIterator from its
 // checkpoint's offset and publishing through a producer. Processors are made per task by the Stage's
 // ProcessorFactory; WindowedAggregate is one, and any type with Process, AppendState and RestoreState can be
 // another.

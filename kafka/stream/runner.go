@@ -63,6 +63,7 @@ type Runner struct {
 	// stops, or that is stopped and given the partition again, is counted once.
 	reports map[[2]string]Report
 	fatal   error
+	failed  chan struct{} // closed when fatal is set
 	started bool
 }
 
@@ -110,7 +111,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		gc = consumer.DefaultGroupConfig()
 	}
 	gc.GroupID, gc.ZkConnect, gc.AutoCommitEnable, gc.Logger = cfg.Group, cfg.ZkConnect, false, lg
-	gc.QueuedChunksMax = 1 // the group's own streams are not read: they only hold the membership
+	gc.OwnershipOnly = true // the group gives the partitions; each task reads its own, from its checkpoint
 
 	pc := cfg.Producer
 	if pc.BatchSize == 0 && pc.MaxMessageSize == 0 {
@@ -143,7 +144,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		store = NewZKStore(c, cfg.Group)
 	}
 	return &Runner{cfg: cfg, log: lg, zk: c, store: store, prod: prod, group: g, stages: stages,
-		running: map[[2]string]*taskRun{}, reports: map[[2]string]Report{}}, nil
+		running: map[[2]string]*taskRun{}, reports: map[[2]string]Report{}, failed: make(chan struct{})}, nil
 }
 
 // ID is the runner's consumer id in the group.
@@ -170,9 +171,10 @@ func (r *Runner) Run(ctx context.Context) error {
 		return fmt.Errorf("stream: joining group %q: %w", r.cfg.Group, err)
 	}
 	r.log.Info("joined the group", "consumer", r.group.ID())
-	tick := time.NewTicker(50 * time.Millisecond)
+	// The tasks follow the group's ownership when it changes (OwnershipChanges), and once a second anyway.
+	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	lastCheck, lastLog := time.Now(), time.Now()
+	lastLog := time.Now()
 	var absent time.Time // when our registration was first seen missing
 	var logged Report
 	for {
@@ -186,24 +188,25 @@ func (r *Runner) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-r.group.OwnershipChanges():
+			continue
+		case <-r.failed:
+			continue
 		case <-tick.C:
 		}
 		now := time.Now()
-		if now.Sub(lastCheck) >= time.Second {
-			// The group consumer leaves the group when it gives up rebalancing (ErrRebalanceFailed) and then
-			// owns nothing; a runner that only polled Owned would sit idle. A registration missing for longer
-			// than a session takes to be renewed is that.
-			lastCheck = now
-			there, err := r.zk.Exists(zk.ConsumerIDPath(r.cfg.Group, r.group.ID()))
-			switch {
-			case err != nil || there:
-				absent = time.Time{}
-			case absent.IsZero():
-				absent = now
-			case now.Sub(absent) > 10*time.Second:
-				return fmt.Errorf("stream: runner %s is no longer registered in group %q (its rebalance failed; see the log): %w",
-					r.group.ID(), r.cfg.Group, consumer.ErrRebalanceFailed)
-			}
+		// The group consumer leaves the group when it gives up rebalancing (ErrRebalanceFailed) and then
+		// owns nothing; a runner that only followed Owned would sit idle. A registration missing for longer
+		// than a session takes to be renewed is that.
+		there, err := r.zk.Exists(zk.ConsumerIDPath(r.cfg.Group, r.group.ID()))
+		switch {
+		case err != nil || there:
+			absent = time.Time{}
+		case absent.IsZero():
+			absent = now
+		case now.Sub(absent) > 10*time.Second:
+			return fmt.Errorf("stream: runner %s is no longer registered in group %q (its rebalance failed; see the log): %w",
+				r.group.ID(), r.cfg.Group, consumer.ErrRebalanceFailed)
 		}
 		if now.Sub(lastLog) >= 10*time.Second {
 			lastLog = now
@@ -319,6 +322,7 @@ func (r *Runner) runTask(ctx context.Context, st *Stage, part string, tr *taskRu
 			r.mu.Lock()
 			if r.fatal == nil {
 				r.fatal = err
+				close(r.failed)
 			}
 			r.mu.Unlock()
 			return
