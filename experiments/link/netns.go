@@ -11,10 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -115,7 +113,7 @@ func Create(ctx context.Context, spec Spec, o Options) (*Link, error) {
 	if _, err := CleanStale(ctx, log); err != nil {
 		return nil, err
 	}
-	lock, err := takeLock(o.ID, true)
+	lock, err := runs.Lock(o.ID, true)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +146,7 @@ func (l *Link) setUp(ctx context.Context) error {
 			[]string{"ip", "-n", e.Netns, "link", "set", e.Iface, "up"})
 	}
 	for _, st := range steps {
-		if _, err := run(ctx, st...); err != nil {
+		if _, err := Run(ctx, st...); err != nil {
 			return fmt.Errorf("%w: %w", ErrSetup, err)
 		}
 	}
@@ -172,11 +170,11 @@ func (l *Link) setUp(ctx context.Context) error {
 // 131000); a bucket more than 5% off, or a different rate, is refused. The
 // bucket read back is the link's BurstBytes.
 func (l *Link) shape(ctx context.Context, e End) error {
-	if _, err := run(ctx, "tc", "-n", e.Netns, "qdisc", "add", "dev", e.Iface, "root", "tbf",
+	if _, err := Run(ctx, "tc", "-n", e.Netns, "qdisc", "add", "dev", e.Iface, "root", "tbf",
 		"rate", l.Spec.TC(), "burst", strconv.FormatInt(l.BurstBytes, 10), "latency", "20ms"); err != nil {
 		return fmt.Errorf("%w: NETWORK=%s (%s): %w", ErrShaping, l.Spec.Name, l.Spec.TC(), err)
 	}
-	out, err := run(ctx, "tc", "-j", "-n", e.Netns, "qdisc", "show", "dev", e.Iface, "root")
+	out, err := Run(ctx, "tc", "-j", "-n", e.Netns, "qdisc", "show", "dev", e.Iface, "root")
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrShaping, err)
 	}
@@ -204,7 +202,7 @@ func (l *Link) shape(ctx context.Context, e End) error {
 // readFraming reads the veth's MTU and whether both hosts use TCP
 // timestamps (the option is used only when both sides offer it).
 func (l *Link) readFraming(ctx context.Context) (Framing, error) {
-	out, err := run(ctx, "ip", "-j", "-n", l.Client.Netns, "link", "show", "dev", l.Client.Iface)
+	out, err := Run(ctx, "ip", "-j", "-n", l.Client.Netns, "link", "show", "dev", l.Client.Iface)
 	if err != nil {
 		return Framing{}, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
@@ -216,7 +214,7 @@ func (l *Link) readFraming(ctx context.Context) (Framing, error) {
 	}
 	f := Framing{MTU: links[0].MTU, Timestamps: true}
 	for _, e := range []End{l.Server, l.Client} {
-		out, err := run(ctx, "ip", "netns", "exec", e.Netns, "cat", "/proc/sys/net/ipv4/tcp_timestamps")
+		out, err := Run(ctx, "ip", "netns", "exec", e.Netns, "cat", "/proc/sys/net/ipv4/tcp_timestamps")
 		if err != nil {
 			return Framing{}, fmt.Errorf("%w: %w", ErrSetup, err)
 		}
@@ -235,10 +233,7 @@ func (l *Link) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	err := teardown(ctx, l.ID, l.logger())
-	if err == nil {
-		_ = os.Remove(l.lock.Name())
-	}
-	l.lock.Close()
+	runs.Release(l.lock, err == nil)
 	l.lock = nil
 	return err
 }
@@ -250,6 +245,10 @@ func (l *Link) logger() *slog.Logger {
 	return l.log
 }
 
+// runs is this package's family of runs: krnet-<id>-srv and -cli, locked in
+// /run/krnet (runs.go).
+var runs = Runs{Prefix: Prefix, LockDir: lockDir, Teardown: teardown, Err: ErrSetup}
+
 // CleanStale removes the namespaces and veth pairs of earlier runs whose
 // lock nobody holds any more (their process died without cleaning up) and
 // returns the namespaces it removed. Runs still alive are left alone.
@@ -257,92 +256,7 @@ func CleanStale(ctx context.Context, log *slog.Logger) ([]string, error) {
 	if log == nil {
 		log = slog.Default().With("component", "experiments/link")
 	}
-	ids := map[string]bool{}
-	ents, _ := os.ReadDir(netnsDir)
-	for _, e := range ents {
-		if rest, ok := strings.CutPrefix(e.Name(), Prefix); ok {
-			if i := strings.LastIndexByte(rest, '-'); i > 0 {
-				ids[rest[:i]] = true
-			}
-		}
-	}
-	locks, _ := os.ReadDir(lockDir)
-	for _, e := range locks {
-		if id, ok := strings.CutSuffix(e.Name(), ".lock"); ok {
-			ids[id] = true
-		}
-	}
-	var removed []string
-	var errs []error
-	for _, id := range slices.Sorted(func(yield func(string) bool) {
-		for id := range ids {
-			if !yield(id) {
-				return
-			}
-		}
-	}) {
-		lock, err := takeLock(id, false)
-		if errors.Is(err, errLocked) {
-			continue // a live run
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		s, c := Names(id)
-		var left []string
-		for _, ns := range []string{s.Netns, c.Netns} {
-			if exists(ns) {
-				left = append(left, ns)
-			}
-		}
-		if len(left) > 0 {
-			log.Warn("removing what an earlier run left behind (it ended without cleaning up)", "namespaces", left)
-		}
-		err = teardown(ctx, id, log)
-		if err == nil {
-			_ = os.Remove(lock.Name())
-			removed = append(removed, left...)
-		}
-		lock.Close()
-		errs = append(errs, err)
-	}
-	return removed, errors.Join(errs...)
-}
-
-var errLocked = errors.New("link: run is alive")
-
-// takeLock opens and locks /run/krnet/<id>.lock. With wait it waits for the
-// lock; without, it returns errLocked when another process holds it. A lock
-// file that a cleaner removed while we waited is opened again.
-func takeLock(id string, wait bool) (*os.File, error) {
-	if err := os.MkdirAll(lockDir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSetup, err)
-	}
-	path := filepath.Join(lockDir, id+".lock")
-	for {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("%w: lock %s: %v", ErrSetup, path, err)
-		}
-		how := syscall.LOCK_EX
-		if !wait {
-			how |= syscall.LOCK_NB
-		}
-		if err := syscall.Flock(int(f.Fd()), how); err != nil {
-			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, errLocked
-			}
-			return nil, fmt.Errorf("%w: lock %s: %v", ErrSetup, path, err)
-		}
-		var a, b syscall.Stat_t
-		if syscall.Fstat(int(f.Fd()), &a) == nil && syscall.Stat(path, &b) == nil && a.Ino == b.Ino {
-			fmt.Fprintf(f, "%d\n", os.Getpid())
-			return f, nil
-		}
-		f.Close() // removed or replaced while we waited: take the new one
-	}
+	return runs.CleanStale(ctx, log)
 }
 
 func exists(netns string) bool {
@@ -357,14 +271,14 @@ func teardown(ctx context.Context, id string, log *slog.Logger) error {
 	var errs []error
 	for _, ns := range []string{s.Netns, c.Netns} {
 		if exists(ns) {
-			errs = append(errs, killAll(ctx, ns, log))
+			errs = append(errs, KillAll(ctx, ns, log))
 		}
 	}
 	// Deleting one end of a veth pair deletes both.
 	for _, e := range []End{s, c} {
 		if exists(e.Netns) {
-			if out, err := run(ctx, "ip", "-n", e.Netns, "-j", "link", "show", "dev", e.Iface); err == nil && len(bytes.TrimSpace(out)) > 2 {
-				if _, err := run(ctx, "ip", "-n", e.Netns, "link", "del", e.Iface); err != nil {
+			if out, err := Run(ctx, "ip", "-n", e.Netns, "-j", "link", "show", "dev", e.Iface); err == nil && len(bytes.TrimSpace(out)) > 2 {
+				if _, err := Run(ctx, "ip", "-n", e.Netns, "link", "del", e.Iface); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -372,66 +286,10 @@ func teardown(ctx context.Context, id string, log *slog.Logger) error {
 	}
 	for _, ns := range []string{s.Netns, c.Netns} {
 		if exists(ns) {
-			if _, err := run(ctx, "ip", "netns", "del", ns); err != nil {
+			if _, err := Run(ctx, "ip", "netns", "del", ns); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// killAll stops every process inside namespace ns: SIGTERM, up to 10 s to
-// exit, then SIGKILL and up to 5 s more.
-func killAll(ctx context.Context, ns string, log *slog.Logger) error {
-	var pids []int
-	for _, step := range []struct {
-		sig  syscall.Signal
-		wait time.Duration
-	}{{syscall.SIGTERM, 10 * time.Second}, {syscall.SIGKILL, 5 * time.Second}} {
-		var err error
-		if pids, err = Pids(ctx, ns); err != nil || len(pids) == 0 {
-			return err
-		}
-		log.Info("stopping processes left in the namespace", "netns", ns, "pids", pids, "signal", step.sig.String())
-		for _, p := range pids {
-			_ = syscall.Kill(p, step.sig)
-		}
-		for deadline := time.Now().Add(step.wait); time.Now().Before(deadline); {
-			time.Sleep(100 * time.Millisecond)
-			if pids, err = Pids(ctx, ns); err != nil || len(pids) == 0 {
-				return err
-			}
-		}
-	}
-	return fmt.Errorf("link: processes %v in %s survived SIGKILL", pids, ns)
-}
-
-// Pids lists the processes inside namespace ns (ip netns pids).
-func Pids(ctx context.Context, ns string) ([]int, error) {
-	out, err := run(ctx, "ip", "netns", "pids", ns)
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(out)) {
-		if p, err := strconv.Atoi(f); err == nil && p != os.Getpid() {
-			pids = append(pids, p)
-		}
-	}
-	return pids, nil
-}
-
-// run runs one ip or tc command; a failure quotes the command and its
-// standard error.
-func run(ctx context.Context, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
 }

@@ -43,12 +43,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/experiments/link"
@@ -139,7 +137,7 @@ func Create(ctx context.Context, id string, names []string, lastByte map[string]
 	if _, err := CleanStale(ctx, log); err != nil {
 		return nil, err
 	}
-	lock, err := takeLock(id, true)
+	lock, err := runs.Lock(id, true)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +182,7 @@ func (n *Net) setUp(ctx context.Context) error {
 			[]string{"ip", "-n", h.Netns, "link", "set", h.Iface, "up"})
 	}
 	for _, st := range steps {
-		if _, err := run(ctx, st...); err != nil {
+		if _, err := link.Run(ctx, st...); err != nil {
 			return fmt.Errorf("%w: %w", ErrSetup, err)
 		}
 	}
@@ -295,7 +293,7 @@ func (n *Net) Cut(ctx context.Context, h Host, others ...Host) error {
 // Heal removes the rules Cut added to h.
 func (n *Net) Heal(ctx context.Context, h Host) error {
 	for _, chain := range []string{"INPUT", "OUTPUT"} {
-		if _, err := run(ctx, "ip", "netns", "exec", h.Netns, "iptables", "-w", "-F", chain); err != nil {
+		if _, err := link.Run(ctx, "ip", "netns", "exec", h.Netns, "iptables", "-w", "-F", chain); err != nil {
 			return fmt.Errorf("faultnet: heal %s: %w", h.Name, err)
 		}
 	}
@@ -304,7 +302,7 @@ func (n *Net) Heal(ctx context.Context, h Host) error {
 
 // Rules lists h's iptables rules (iptables -S), for the test log.
 func (n *Net) Rules(ctx context.Context, h Host) (string, error) {
-	out, err := run(ctx, "ip", "netns", "exec", h.Netns, "iptables", "-w", "-S")
+	out, err := link.Run(ctx, "ip", "netns", "exec", h.Netns, "iptables", "-w", "-S")
 	return strings.TrimSpace(string(out)), err
 }
 
@@ -324,7 +322,7 @@ func (n *Net) Slow(ctx context.Context, h, from Host, rate string) error {
 			"match", "ip", "src", from.Addr+"/32", "flowid", "1:20"),
 	}
 	for _, st := range steps {
-		if _, err := run(ctx, st...); err != nil {
+		if _, err := link.Run(ctx, st...); err != nil {
 			return fmt.Errorf("faultnet: slow %s→%s to %s: %w", from.Name, h.Name, rate, errors.Join(err, n.Unslow(ctx, h)))
 		}
 	}
@@ -333,14 +331,14 @@ func (n *Net) Slow(ctx context.Context, h, from Host, rate string) error {
 
 // Unslow removes the qdisc Slow put on the bridge's port toward h (nothing if there is none).
 func (n *Net) Unslow(ctx context.Context, h Host) error {
-	out, err := run(ctx, "tc", "-n", n.Bridge, "qdisc", "show", "dev", h.Port, "root")
+	out, err := link.Run(ctx, "tc", "-n", n.Bridge, "qdisc", "show", "dev", h.Port, "root")
 	if err != nil {
 		return fmt.Errorf("faultnet: unslow %s: %w", h.Name, err)
 	}
 	if !bytes.Contains(out, []byte("htb")) {
 		return nil
 	}
-	if _, err := run(ctx, "tc", "-n", n.Bridge, "qdisc", "del", "dev", h.Port, "root"); err != nil {
+	if _, err := link.Run(ctx, "tc", "-n", n.Bridge, "qdisc", "del", "dev", h.Port, "root"); err != nil {
 		return fmt.Errorf("faultnet: unslow %s: %w", h.Name, err)
 	}
 	return nil
@@ -349,7 +347,7 @@ func (n *Net) Unslow(ctx context.Context, h Host) error {
 // Qdisc is tc -s qdisc show of the bridge's port toward h (what was sent, dropped and queued), for the
 // test log.
 func (n *Net) Qdisc(ctx context.Context, h Host) string {
-	q, _ := run(ctx, "tc", "-s", "-n", n.Bridge, "qdisc", "show", "dev", h.Port)
+	q, _ := link.Run(ctx, "tc", "-s", "-n", n.Bridge, "qdisc", "show", "dev", h.Port)
 	return strings.TrimSpace(string(q))
 }
 
@@ -380,13 +378,14 @@ func (n *Net) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	err := teardown(ctx, n.ID, n.log)
-	if err == nil {
-		_ = os.Remove(n.lock.Name())
-	}
-	n.lock.Close()
+	runs.Release(n.lock, err == nil)
 	n.lock = nil
 	return err
 }
+
+// runs is this package's family of namespace runs (krft-<id>-<host>, locked in /run/krft): how a run is
+// locked, found after a crash, emptied of processes and removed is experiments/link's Runs.
+var runs = link.Runs{Prefix: Prefix, LockDir: lockDir, Teardown: teardown, Err: ErrSetup}
 
 // CleanStale removes the namespaces of earlier runs whose lock nobody holds any more (their process died
 // without cleaning up), stopping the processes left in them, and returns the namespaces it removed. Runs
@@ -395,99 +394,16 @@ func CleanStale(ctx context.Context, log *slog.Logger) ([]string, error) {
 	if log == nil {
 		log = slog.Default().With("component", "kafka/internal/faultnet")
 	}
-	ids := map[string]bool{}
-	ents, _ := os.ReadDir(netnsDir)
-	for _, e := range ents {
-		if rest, ok := strings.CutPrefix(e.Name(), Prefix); ok {
-			if i := strings.IndexByte(rest, '-'); i > 0 {
-				ids[rest[:i]] = true
-			}
-		}
-	}
-	locks, _ := os.ReadDir(lockDir)
-	for _, e := range locks {
-		if id, ok := strings.CutSuffix(e.Name(), ".lock"); ok {
-			ids[id] = true
-		}
-	}
-	var removed []string
-	var errs []error
-	for _, id := range slices.Sorted(func(yield func(string) bool) {
-		for id := range ids {
-			if !yield(id) {
-				return
-			}
-		}
-	}) {
-		lock, err := takeLock(id, false)
-		if errors.Is(err, errLocked) {
-			continue // a live run
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		left := namespaces(id)
-		if len(left) > 0 {
-			log.Warn("removing what an earlier run left behind (it ended without cleaning up)", "namespaces", left)
-		}
-		err = teardown(ctx, id, log)
-		if err == nil {
-			_ = os.Remove(lock.Name())
-			removed = append(removed, left...)
-		}
-		lock.Close()
-		errs = append(errs, err)
-	}
-	return removed, errors.Join(errs...)
-}
-
-var errLocked = errors.New("faultnet: run is alive")
-
-// takeLock opens and locks /run/krft/<id>.lock. With wait it waits for the lock; without, it returns
-// errLocked when another process holds it. A lock file that a cleaner removed while we waited is opened
-// again. The descriptor is close-on-exec: a child does not keep the run alive.
-func takeLock(id string, wait bool) (*os.File, error) {
-	if err := os.MkdirAll(lockDir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSetup, err)
-	}
-	path := filepath.Join(lockDir, id+".lock")
-	for {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("%w: lock %s: %v", ErrSetup, path, err)
-		}
-		how := syscall.LOCK_EX
-		if !wait {
-			how |= syscall.LOCK_NB
-		}
-		if err := syscall.Flock(int(f.Fd()), how); err != nil {
-			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, errLocked
-			}
-			return nil, fmt.Errorf("%w: lock %s: %v", ErrSetup, path, err)
-		}
-		var a, b syscall.Stat_t
-		if syscall.Fstat(int(f.Fd()), &a) == nil && syscall.Stat(path, &b) == nil && a.Ino == b.Ino {
-			fmt.Fprintf(f, "%d\n", os.Getpid())
-			return f, nil
-		}
-		f.Close()
-	}
+	return runs.CleanStale(ctx, log)
 }
 
 // namespaces lists the namespaces of run id that exist, the bridge's last.
 func namespaces(id string) []string {
-	var out []string
-	ents, _ := os.ReadDir(netnsDir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), Prefix+id+"-") && e.Name() != Prefix+id+"-br" {
-			out = append(out, e.Name())
-		}
-	}
-	if _, err := os.Stat(filepath.Join(netnsDir, Prefix+id+"-br")); err == nil {
-		out = append(out, Prefix+id+"-br")
+	all := link.Namespaces(Prefix + id + "-")
+	br := Prefix + id + "-br"
+	out := slices.DeleteFunc(slices.Clone(all), func(ns string) bool { return ns == br })
+	if len(out) < len(all) {
+		out = append(out, br)
 	}
 	return out
 }
@@ -498,52 +414,12 @@ func teardown(ctx context.Context, id string, log *slog.Logger) error {
 	nss := namespaces(id)
 	var errs []error
 	for _, ns := range nss {
-		errs = append(errs, killAll(ctx, ns, log))
+		errs = append(errs, link.KillAll(ctx, ns, log))
 	}
 	for _, ns := range nss {
-		if _, err := run(ctx, "ip", "netns", "del", ns); err != nil {
+		if _, err := link.Run(ctx, "ip", "netns", "del", ns); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// killAll stops every process inside namespace ns: SIGTERM, up to 10 s to exit, then SIGKILL and up to
-// 5 s more.
-func killAll(ctx context.Context, ns string, log *slog.Logger) error {
-	var pids []int
-	for _, step := range []struct {
-		sig  syscall.Signal
-		wait time.Duration
-	}{{syscall.SIGTERM, 10 * time.Second}, {syscall.SIGKILL, 5 * time.Second}} {
-		var err error
-		if pids, err = link.Pids(ctx, ns); err != nil || len(pids) == 0 {
-			return err
-		}
-		log.Info("stopping processes left in the namespace", "netns", ns, "pids", pids, "signal", step.sig.String())
-		for _, p := range pids {
-			_ = syscall.Kill(p, step.sig)
-		}
-		for deadline := time.Now().Add(step.wait); time.Now().Before(deadline); {
-			time.Sleep(100 * time.Millisecond)
-			if pids, err = link.Pids(ctx, ns); err != nil || len(pids) == 0 {
-				return err
-			}
-		}
-	}
-	return fmt.Errorf("faultnet: processes %v in %s survived SIGKILL", pids, ns)
-}
-
-// run runs one ip, tc or iptables command; a failure quotes the command and its standard error.
-func run(ctx context.Context, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
 }
