@@ -15,60 +15,15 @@ import (
 	"time"
 )
 
-// TestIntegration_Tutorial runs the README's tutorial as written: the ```sh blocks between the markers
-// <!-- tutorial:start --> and <!-- tutorial:end -->, in order, in one bash, from the repository root, with a freshly built `kafka` first on
-// PATH. ```bash blocks are the one-time setup a reader does by hand (building the command) and are not run.
-// The tutorial reads its ports and directory from ZK_PORT, KAFKA_PORT and KAFKA_TUTORIAL, which the test points
-// at free ports and a temporary directory. It then checks that the consumers printed what the producers sent
-// (every line of the tutorial's ```text blocks) and that the offset checker shows nothing left unconsumed.
+// TestIntegration_Tutorial runs the README's tutorial as written (runReadmeSection: the section between
+// <!-- tutorial:start --> and <!-- tutorial:end -->, three brokers' ports) and checks that the consumers
+// printed what the producers sent (every line of the tutorial's ```text blocks) and that the offset checker
+// shows nothing left unconsumed.
 func TestIntegration_Tutorial(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs ZooKeeper, three brokers and the console tools (skipped with -short)")
 	}
-	root := moduleRoot(t)
-	blocks, text, source := tutorialBlocks(t, root)
-	if len(blocks) == 0 {
-		t.Fatalf("no ```sh blocks in %s", source)
-	}
-	t.Logf("running %d sh blocks from %s", len(blocks), source)
-
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "kafka"), "./kafka/cmd/kafka")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./kafka/cmd/kafka: %v\n%s", err, out)
-	}
-	dir := filepath.Join(t.TempDir(), "tutorial")
-	zkPort, kafkaPort := freePorts(t, 1), freePorts(t, 3)
-
-	script := "set -euo pipefail\nset -x\n" + strings.Join(blocks, "\n")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", script)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(),
-		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KAFKA_TUTORIAL="+dir,
-		"ZK_PORT="+strconv.Itoa(zkPort),
-		"KAFKA_PORT="+strconv.Itoa(kafkaPort),
-	)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	t.Cleanup(func() { cleanupTutorial(t, root, dir, cmd) })
-	err := cmd.Run()
-	out := stdout.String()
-	if err != nil {
-		t.Fatalf("tutorial failed: %v\n--- stdout\n%s\n--- stderr\n%s\n%s", err, out, stderr.String(), serverLogs(dir))
-	}
-	t.Logf("tutorial stdout:\n%s", out)
-
-	for _, line := range text {
-		if !strings.Contains(out, line+"\n") {
-			t.Errorf("output lacks %q (from a text block)", line)
-		}
-	}
+	out, _ := runReadmeSection(t, "tutorial", 3, 4*time.Minute, nil)
 	for _, want := range []string{"my message 1\n", "my message 2\n", `Created topic "test"`,
 		`Created topic "my-topic": 3 partitions on 3 brokers`,
 		`Created topic "my-replicated-topic": 1 partition with replication factor 3`,
@@ -91,25 +46,82 @@ func TestIntegration_Tutorial(t *testing.T) {
 	}
 }
 
-// tutorialBlocks returns the ```sh blocks (to run) and the lines of the ```text blocks (expected output)
-// between the README's tutorial markers.
-func tutorialBlocks(t *testing.T, root string) (sh []string, text []string, source string) {
+// runReadmeSection runs a section of the README as written and returns its standard output and directory: the ```sh
+// blocks between the markers <!-- name:start --> and <!-- name:end -->, in order, in one bash, from the
+// repository root, with a freshly built `kafka` first on PATH. ```bash blocks are the one-time setup a reader
+// does by hand (building the command) and are not run. A section reads its ports and directory from ZK_PORT,
+// KAFKA_PORT (the first of brokers consecutive free ports) and KAFKA_TUTORIAL, which point at free ports and
+// a temporary directory. Every line of the section's ```text blocks must appear in the output. On failure,
+// more(dir) may add what the section's own log files say; whatever the section left running is killed at the
+// end (cleanupTutorial).
+func runReadmeSection(t *testing.T, name string, brokers int, timeout time.Duration, more func(dir string) string) (out, dir string) {
+	t.Helper()
+	root := moduleRoot(t)
+	blocks, text := readmeSection(t, root, name)
+	t.Logf("running %d sh blocks of README.md's %s section", len(blocks), name)
+
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "kafka"), "./kafka/cmd/kafka")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./kafka/cmd/kafka: %v\n%s", err, out)
+	}
+	dir = filepath.Join(t.TempDir(), "tutorial")
+	zkPort, kafkaPort := freePorts(t, 1), freePorts(t, brokers)
+
+	script := "set -euo pipefail\nset -x\n" + strings.Join(blocks, "\n")
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KAFKA_TUTORIAL="+dir,
+		"ZK_PORT="+strconv.Itoa(zkPort),
+		"KAFKA_PORT="+strconv.Itoa(kafkaPort),
+	)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t.Cleanup(func() { cleanupTutorial(t, root, dir, cmd) })
+	err := cmd.Run()
+	out = stdout.String()
+	if err != nil {
+		extra := ""
+		if more != nil {
+			extra = more(dir)
+		}
+		t.Fatalf("README.md's %s section failed: %v\n--- stdout\n%s\n--- stderr\n%s\n%s%s", name, err, out, stderr.String(), extra, serverLogs(dir))
+	}
+	t.Logf("%s stdout:\n%s", name, out)
+	for _, line := range text {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("output lacks %q (from a text block)", line)
+		}
+	}
+	return out, dir
+}
+
+// readmeSection returns the ```sh blocks (to run) and the lines of the ```text blocks (expected output)
+// between the README's markers <!-- name:start --> and <!-- name:end -->.
+func readmeSection(t *testing.T, root, name string) (sh []string, text []string) {
 	t.Helper()
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
-		t.Fatalf("read the tutorial: %v", err)
+		t.Fatalf("read the README: %v", err)
 	}
 	s := string(readme)
-	start := strings.Index(s, "<!-- tutorial:start -->")
-	end := strings.Index(s, "<!-- tutorial:end -->")
+	start := strings.Index(s, "<!-- "+name+":start -->")
+	end := strings.Index(s, "<!-- "+name+":end -->")
 	if start < 0 || end < start {
-		t.Fatalf("README.md has no tutorial between <!-- tutorial:start --> and <!-- tutorial:end -->")
+		t.Fatalf("README.md has no section between <!-- %s:start --> and <!-- %s:end -->", name, name)
 	}
 	sh, text = fences(s[start:end])
-	if len(sh) == 0 {
-		t.Fatalf("README.md's tutorial has no ```sh blocks")
+	if len(sh) == 0 || len(text) == 0 {
+		t.Fatalf("README.md's %s section has %d ```sh blocks and %d ```text lines", name, len(sh), len(text))
 	}
-	return sh, text, "README.md"
+	return sh, text
 }
 
 // fences extracts the bodies of ```sh blocks and the non-empty lines of ```text blocks.
