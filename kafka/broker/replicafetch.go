@@ -102,8 +102,11 @@ func (cn *conn) waitForBytes(req *protocol.ReplicaFetchRequest, parts []*replica
 	if cn.waitCh == nil {
 		cn.waitCh = make(chan struct{}, 1)
 	}
-	for _, p := range parts {
-		p.AddWaiter(cn.waitCh)
+	// A partition is woken once it alone has its share of min bytes: when the sum over the partitions
+	// reaches min bytes, one of them has at least that share, so no wake-up is missed; ready decides.
+	share := (int64(max(req.MinBytes, 1)) + int64(len(parts)) - 1) / int64(len(parts))
+	for i, p := range parts {
+		p.AddWaiter(cn.waitCh, req.Fetches[i].Offset+share)
 	}
 	defer func() {
 		for _, p := range parts {

@@ -32,11 +32,18 @@ type Partition struct {
 	isr             []int32
 	followers       map[int32]*follower // as leader: every other replica
 	hwCh            chan struct{}       // closed and replaced when the HW moves or leadership ends
-	waiters         []chan struct{}     // replica fetches waiting for bytes (one slot each)
+	waiters         []waiter            // replica fetches waiting for bytes
 	isrMu           sync.Mutex          // one ISR change in ZooKeeper at a time
 
 	isLeader atomic.Bool
 	hw       atomic.Int64
+}
+
+// waiter is a REPLICA_FETCH held for replica.fetch.min.bytes: its channel (one slot) is signalled once the
+// log end offset reaches need, not at every append before that.
+type waiter struct {
+	ch   chan struct{}
+	need int64
 }
 
 // follower is the leader's record of one follower (0.8's per-replica LEO and last-caught-up time).
@@ -117,6 +124,9 @@ func (p *Partition) becomeFollower(s protocol.PartitionState, controllerEpoch in
 	if p.isLeader.Swap(false) {
 		p.followers = nil
 		p.broadcastLocked()
+		for _, w := range p.waiters { // held replica fetches answer "not leader" now
+			w.signal()
+		}
 	}
 }
 
@@ -187,10 +197,10 @@ func (p *Partition) Append(set []byte, acks int16) (offset, end int64, code prot
 	p.mu.Lock()
 	if p.isLeader.Load() {
 		p.maybeRaiseHWLocked() // an ISR of one: committed at once
+		leo := p.log.LogEndOffset()
 		for _, w := range p.waiters {
-			select {
-			case w <- struct{}{}:
-			default:
+			if leo >= w.need {
+				w.signal()
 			}
 		}
 	}
@@ -356,19 +366,29 @@ func (p *Partition) orderedLocked(isr []int32) []int32 {
 // Available is how many bytes a follower at offset could fetch now.
 func (p *Partition) Available(offset int64) int64 { return p.log.LogEndOffset() - offset }
 
-// AddWaiter and RemoveWaiter register a REPLICA_FETCH waiting for new bytes.
-func (p *Partition) AddWaiter(ch chan struct{}) {
+// AddWaiter and RemoveWaiter register a REPLICA_FETCH waiting for new bytes: ch (one slot) is signalled
+// once an append brings the log end offset to need (the fetch offset plus the bytes it waits for), or
+// this broker stops leading. Appends before that wake nobody: a follower fetch held for
+// replica.fetch.min.bytes costs the leader no wake-up per produce.
+func (p *Partition) AddWaiter(ch chan struct{}, need int64) {
 	p.mu.Lock()
-	p.waiters = append(p.waiters, ch)
+	p.waiters = append(p.waiters, waiter{ch: ch, need: need})
 	p.mu.Unlock()
 }
 
 func (p *Partition) RemoveWaiter(ch chan struct{}) {
 	p.mu.Lock()
-	if i := slices.Index(p.waiters, ch); i >= 0 {
+	if i := slices.IndexFunc(p.waiters, func(w waiter) bool { return w.ch == ch }); i >= 0 {
 		p.waiters = slices.Delete(p.waiters, i, i+1)
 	}
 	p.mu.Unlock()
+}
+
+func (w waiter) signal() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
 }
 
 // EpochEnd answers EPOCH_END_OFFSET for this partition (only its leader answers).
