@@ -75,7 +75,7 @@ func sweepSend(t *testing.T, rc *replCluster, topic string, acks int16, inFlight
 	for i := range batch {
 		batch[i] = payload
 	}
-	hist := hdrhistogram.New(1, 120_000_000, 3) // µs
+	hist := hdrhistogram.New(1, 120_000_000, 3)                // µs
 	l := rc.brokers[0].Replication().Partition(topic, 0).Log() // broker 0 leads both topics
 	end := l.LogEndOffset() + int64(n)*(200+10)
 	started := make([]time.Time, 0, inFlight)
