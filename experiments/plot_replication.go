@@ -25,9 +25,9 @@ func PlotReplication(path string, r *Replication) error {
 // replicationCaption says what figure 6's lines are and how the modes compare.
 func replicationCaption(r *Replication) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "One producer (batches of %d, one in flight) against three broker processes and ZooKeeper on this %d-core machine. "+
+	fmt.Fprintf(&b, "One producer (batches of %d; with acks 1 and -1, %d in flight unless the mode says one) against three broker processes and ZooKeeper on this %d-core machine. "+
 		"Solid: messages leaving the producer per second, over a moving window. Dashed: each mode's average until the leader "+
-		"exposes the last message (committed by every in-sync replica and flushed). ", r.Batch, r.Cores)
+		"exposes the last message (committed by every in-sync replica and flushed). ", r.Batch, ReplicationInFlight, r.Cores)
 	var parts []string
 	for _, x := range r.Results {
 		if x.Error != "" {

@@ -47,10 +47,13 @@ import (
 const ReplicationBatch = 50
 
 // ReplicationInFlight is how many acknowledged batches the producer keeps in flight on its connection in
-// the acks=1 and acks=-1 modes (max.in.flight.requests.per.connection, Kafka's later producer's default):
-// the leader appends the next batches while the first waits for its followers, and one follower fetch
-// carries them all. The mode "3 replicas, acks=-1, 1 in flight" is the §5 producer's one-at-a-time.
-const ReplicationInFlight = 5
+// the acks=1 and acks=-1 modes (max.in.flight.requests.per.connection; Kafka's later producer's default is 5,
+// the producer's and the broker's limit here 16): the leader appends the next batches while the first waits
+// for its followers, and one follower fetch carries them all. 16 is an experiment setting, from the sweep in
+// docs/PERFORMANCE.md ("Figure 6: fewer, larger follower fetches"): with three brokers on two cores each
+// follower fetch round is long, and only a wider window lets more batches share it; a larger
+// replica.fetch.min.bytes did not help. The mode "3 replicas, acks=-1, 1 in flight" is the §5 producer's one-at-a-time.
+const ReplicationInFlight = 16
 
 // Speed targets of the experiment (issue 10), checked in the same run against the 1-replica mode.
 const (
