@@ -82,24 +82,28 @@ type WindowJoin struct {
 	stats JoinStats
 }
 
-type joinLeft struct {
+// joinEvent is what a pending event of either side holds: its key, time, value, arrival number and place
+// in its side's queue.
+type joinEvent struct {
 	key       string
 	t         int64
 	val       []byte
 	seq       uint64
-	matched   bool
-	rightT    int64
-	rightVal  []byte
-	matches   int
 	heapIndex int
 }
 
+func (e *joinEvent) event() *joinEvent { return e }
+
+type joinLeft struct {
+	joinEvent
+	matched  bool
+	rightT   int64
+	rightVal []byte
+	matches  int
+}
+
 type joinRight struct {
-	key       string
-	t         int64
-	val       []byte
-	seq       uint64
-	heapIndex int
+	joinEvent
 }
 
 // NewWindowJoin returns an empty join whose right events match a left event of the same key at most window
@@ -148,7 +152,7 @@ func (j *WindowJoin) Left(key []byte, t int64, val []byte) bool {
 	}
 	j.stats.Left++
 	j.seq++
-	l := &joinLeft{key: string(key), t: t, val: joinClone(val), seq: j.seq, heapIndex: -1}
+	l := &joinLeft{joinEvent: joinEvent{key: string(key), t: t, val: joinClone(val), seq: j.seq, heapIndex: -1}}
 	// Right events already waiting: those in l's window match it, the earliest first.
 	if rs := j.right[l.key]; len(rs) > 0 {
 		var in []*joinRight
@@ -184,7 +188,7 @@ func (j *WindowJoin) Right(key []byte, t int64, val []byte) bool {
 	}
 	j.stats.Right++
 	j.seq++
-	r := &joinRight{key: string(key), t: t, val: joinClone(val), seq: j.seq, heapIndex: -1}
+	r := &joinRight{joinEvent{key: string(key), t: t, val: joinClone(val), seq: j.seq, heapIndex: -1}}
 	// The earliest pending left event whose window holds t (lefts of one key are kept in arrival order;
 	// take the one with the smallest time).
 	var best *joinLeft
@@ -314,44 +318,41 @@ func joinClone(b []byte) []byte {
 	return append(make([]byte, 0, len(b)), b...)
 }
 
-// leftQueue orders pending left events by window end, then arrival.
-type leftQueue []*joinLeft
+// eventQueue is a heap (container/heap) of one side's pending events by time, then arrival: the left
+// side's times are window ends, the right side's event times.
+type eventQueue[E interface{ event() *joinEvent }] []E
 
-func (q leftQueue) Len() int { return len(q) }
-func (q leftQueue) Less(a, b int) bool {
-	if q[a].t != q[b].t {
-		return q[a].t < q[b].t
-	}
-	return q[a].seq < q[b].seq
-}
-func (q leftQueue) Swap(a, b int) { q[a], q[b] = q[b], q[a]; q[a].heapIndex = a; q[b].heapIndex = b }
-func (q *leftQueue) Push(x any)   { l := x.(*joinLeft); l.heapIndex = len(*q); *q = append(*q, l) }
-func (q *leftQueue) Pop() any {
-	o := *q
-	l := o[len(o)-1]
-	*q = o[:len(o)-1]
-	l.heapIndex = -1
-	return l
-}
-func (q rightQueue) Len() int      { return len(q) }
-func (q rightQueue) Swap(a, b int) { q[a], q[b] = q[b], q[a]; q[a].heapIndex = a; q[b].heapIndex = b }
-func (q *rightQueue) Push(x any)   { r := x.(*joinRight); r.heapIndex = len(*q); *q = append(*q, r) }
-func (q *rightQueue) Pop() any {
-	o := *q
-	r := o[len(o)-1]
-	*q = o[:len(o)-1]
-	r.heapIndex = -1
-	return r
-}
-func (q rightQueue) Less(a, b int) bool {
-	if q[a].t != q[b].t {
-		return q[a].t < q[b].t
-	}
-	return q[a].seq < q[b].seq
-}
+// leftQueue orders pending left events by window end, then arrival; rightQueue orders waiting right events
+// by time, then arrival.
+type (
+	leftQueue  = eventQueue[*joinLeft]
+	rightQueue = eventQueue[*joinRight]
+)
 
-// rightQueue orders waiting right events by time, then arrival.
-type rightQueue []*joinRight
+func (q eventQueue[E]) Len() int { return len(q) }
+func (q eventQueue[E]) Less(a, b int) bool {
+	x, y := q[a].event(), q[b].event()
+	if x.t != y.t {
+		return x.t < y.t
+	}
+	return x.seq < y.seq
+}
+func (q eventQueue[E]) Swap(a, b int) {
+	q[a], q[b] = q[b], q[a]
+	q[a].event().heapIndex, q[b].event().heapIndex = a, b
+}
+func (q *eventQueue[E]) Push(x any) {
+	e := x.(E)
+	e.event().heapIndex = len(*q)
+	*q = append(*q, e)
+}
+func (q *eventQueue[E]) Pop() any {
+	o := *q
+	e := o[len(o)-1]
+	*q = o[:len(o)-1]
+	e.event().heapIndex = -1
+	return e
+}
 
 // The checkpoint of a join (AppendState, LoadState) is its pending events and counters, so that a task
 // restarted from a checkpoint decides every left event exactly as the uninterrupted task would have
@@ -423,7 +424,7 @@ func (j *WindowJoin) LoadState(b []byte) error {
 		Unmatched: v[9], ExtraRight: v[10], OrphanRight: v[11], DuplicateLeft: v[12]}
 	for n := d.u32(); d.err == nil && n > 0; n-- {
 		fresh.seq++
-		l := &joinLeft{key: string(d.bytes()), t: int64(d.u64()), seq: fresh.seq}
+		l := &joinLeft{joinEvent: joinEvent{key: string(d.bytes()), t: int64(d.u64()), seq: fresh.seq}}
 		l.val = d.bytes()
 		if m := d.take(1); m != nil {
 			l.matched = m[0] == 1
@@ -436,7 +437,7 @@ func (j *WindowJoin) LoadState(b []byte) error {
 	}
 	for n := d.u32(); d.err == nil && n > 0; n-- {
 		fresh.seq++
-		r := &joinRight{key: string(d.bytes()), t: int64(d.u64()), seq: fresh.seq}
+		r := &joinRight{joinEvent{key: string(d.bytes()), t: int64(d.u64()), seq: fresh.seq}}
 		r.val = d.bytes()
 		fresh.right[r.key] = append(fresh.right[r.key], r)
 		heap.Push(&fresh.rq, r)
