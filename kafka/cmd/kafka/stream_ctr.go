@@ -46,14 +46,8 @@ func streamCTR(args []string, std stdio) error {
 	if err := required(fs, "zookeeper", "impressions", "clicks", "output"); err != nil {
 		return err
 	}
-	if err := checkWindow("window", *window); err != nil {
+	if err := checkTimes(*window, *grace, *every); err != nil {
 		return err
-	}
-	if *grace < 0 || *grace%time.Millisecond != 0 {
-		return usagef("--grace must be zero or a positive whole number of milliseconds, got %v", *grace)
-	}
-	if *every <= 0 {
-		return usagef("--report-every must be positive, got %v", *every)
 	}
 	if err := checkGroup(*group); err != nil {
 		return err

@@ -46,8 +46,8 @@ func streamJoinTable(args []string, std stdio) error {
 	if *tableKey < 0 {
 		return usagef("--table-key must be 0 or more, got %d", *tableKey)
 	}
-	if *every <= 0 {
-		return usagef("--report-every must be positive, got %v", *every)
+	if err := checkReportEvery(*every); err != nil {
+		return err
 	}
 	if *group == "" {
 		*group = "stream-join-" + *input

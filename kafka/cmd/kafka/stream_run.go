@@ -50,6 +50,26 @@ func checkWindow(flagName string, d time.Duration) error {
 	return nil
 }
 
+// checkTimes checks the event-time flags of a windowed command: --window (checkWindow), --grace (zero or
+// positive, whole milliseconds) and --report-every (positive).
+func checkTimes(window, grace, every time.Duration) error {
+	if err := checkWindow("window", window); err != nil {
+		return err
+	}
+	if grace < 0 || grace%time.Millisecond != 0 {
+		return usagef("--grace must be zero or a positive whole number of milliseconds, got %v", grace)
+	}
+	return checkReportEvery(every)
+}
+
+// checkReportEvery refuses a --report-every that is not positive.
+func checkReportEvery(every time.Duration) error {
+	if every <= 0 {
+		return usagef("--report-every must be positive, got %v", every)
+	}
+	return nil
+}
+
 // fieldFunc parses a --key or --time field number.
 func fieldNumber(flagName, s string) (int, error) {
 	n, err := strconv.Atoi(s)
