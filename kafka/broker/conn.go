@@ -45,12 +45,15 @@ type conn struct {
 	armedAt time.Time
 	unarmed int // requests read since the read deadline was last pushed back
 
-	parts  map[partKey]*replication.Partition // replicated partitions looked up (replicas.go)
-	waitCh chan struct{}                      // REPLICA_FETCH's wake-up, reused
-	epochs []protocol.EpochEntry              // REPLICA_FETCH scratch
-	chunks []log.Chunk                        // MULTIFETCH scratch
-	codes  []protocol.ErrorCode
-	ans    *answerer // acks=-1 answers waiting for their commits (ackedanswers.go); nil until the first
+	parts     map[partKey]*replication.Partition // replicated partitions looked up (replicas.go)
+	waitCh    chan struct{}                      // REPLICA_FETCH's wake-up, reused
+	waitTimer *time.Timer                        // REPLICA_FETCH's replica.fetch.wait.max.ms, reused
+	rparts    []*replication.Partition           // REPLICA_FETCH scratch
+	ranswers  []replicaAnswer                    // REPLICA_FETCH scratch
+	epochs    []protocol.EpochEntry              // REPLICA_FETCH scratch
+	chunks    []log.Chunk                        // MULTIFETCH scratch
+	codes     []protocol.ErrorCode
+	ans       *answerer // acks=-1 answers waiting for their commits (ackedanswers.go); nil until the first
 }
 
 // serveConn reads requests one after the other and answers them in order

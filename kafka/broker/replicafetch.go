@@ -19,7 +19,9 @@ func (cn *conn) handleReplicaFetch(body []byte) error {
 		return err
 	}
 	fetches := req.Fetches
-	parts := make([]*replication.Partition, len(fetches))
+	parts := growTo(cn.rparts, len(fetches)) // reused: no allocation per follower round
+	cn.rparts = parts
+	clear(parts)
 	if cn.b.repl != nil {
 		for i := range fetches {
 			if parts[i] = cn.replica(fetches[i].Topic, fetches[i].Partition); parts[i] != nil {
@@ -28,12 +30,8 @@ func (cn *conn) handleReplicaFetch(body []byte) error {
 		}
 		cn.waitForBytes(&req, parts)
 	}
-	type answer struct {
-		hw           int64
-		code         protocol.ErrorCode
-		epochs, upto int // cn.epochs[epochs:upto]
-	}
-	answers := make([]answer, len(fetches))
+	answers := growTo(cn.ranswers, len(fetches))
+	cn.ranswers = answers
 	cn.chunks, cn.epochs = cn.chunks[:0], cn.epochs[:0]
 	defer func() {
 		for _, c := range cn.chunks {
@@ -45,7 +43,7 @@ func (cn *conn) handleReplicaFetch(body []byte) error {
 	total := 2
 	for i := range fetches {
 		f := &fetches[i]
-		a := answer{hw: -1, code: protocol.ErrNotLeaderForPartition, epochs: len(cn.epochs), upto: len(cn.epochs)}
+		a := replicaAnswer{hw: -1, code: protocol.ErrNotLeaderForPartition, epochs: len(cn.epochs), upto: len(cn.epochs)}
 		var c log.Chunk
 		switch {
 		case cn.b.repl == nil:
@@ -113,15 +111,35 @@ func (cn *conn) waitForBytes(req *protocol.ReplicaFetchRequest, parts []*replica
 			p.RemoveWaiter(cn.waitCh)
 		}
 	}()
-	timer := time.NewTimer(time.Duration(req.MaxWaitMs) * time.Millisecond)
-	defer timer.Stop()
+	wait := time.Duration(req.MaxWaitMs) * time.Millisecond
+	if cn.waitTimer == nil {
+		cn.waitTimer = time.NewTimer(wait)
+	} else {
+		cn.waitTimer.Reset(wait) // since Go 1.23 a stopped timer's channel holds no stale tick
+	}
+	defer cn.waitTimer.Stop()
 	for !ready() {
 		select {
 		case <-cn.waitCh:
-		case <-timer.C:
+		case <-cn.waitTimer.C:
 			return
 		case <-cn.b.stopping:
 			return
 		}
 	}
+}
+
+// replicaAnswer is one partition's answer to a REPLICA_FETCH, before its bytes are sent.
+type replicaAnswer struct {
+	hw           int64
+	code         protocol.ErrorCode
+	epochs, upto int // cn.epochs[epochs:upto]
+}
+
+// growTo returns s with length n, reusing its array when it is large enough.
+func growTo[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }

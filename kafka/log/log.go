@@ -119,12 +119,19 @@ func (l *Log) Append(set []byte) (offset int64, err error) {
 // appendValidated is Append after validation: count is the number of
 // messages of set.
 func (l *Log) appendValidated(set []byte, count int) (offset int64, err error) {
+	return l.appendChecked(set, count, false)
+}
+
+// appendChecked is appendValidated; through writes set to the file at
+// once, straight from the caller's slice, instead of copying it into the
+// write buffer (AppendReplicaPrefix).
+func (l *Log) appendChecked(set []byte, count int, through bool) (offset int64, err error) {
 	if len(set) == 0 {
 		return l.leo.Load(), nil
 	}
 
 	l.mu.Lock()
-	offset, due, err := l.appendLocked(set, count)
+	offset, due, err := l.appendLocked(set, count, through)
 	if err != nil && l.failed != nil {
 		l.failed.refused++
 	}
@@ -139,10 +146,11 @@ func (l *Log) appendValidated(set []byte, count int) (offset int64, err error) {
 }
 
 // appendLocked is Append after validation, under l.mu. due reports that a
-// flush should be signalled. A storage error leaves the log as it was
+// flush should be signalled. through writes set to the file now, after
+// whatever the buffer holds, without copying it into the buffer. A storage error leaves the log as it was
 // before the call (writeAt undoes a partial write) and fails the partition:
 // until a probe write succeeds, appends get ErrStorage (failure.go).
-func (l *Log) appendLocked(set []byte, count int) (offset int64, due bool, err error) {
+func (l *Log) appendLocked(set []byte, count int, through bool) (offset int64, due bool, err error) {
 	if l.closed.Load() {
 		return 0, false, fmt.Errorf("%w: append to %s", ErrClosed, l.dir)
 	}
@@ -160,12 +168,12 @@ func (l *Log) appendLocked(set []byte, count int) (offset int64, due bool, err e
 		}
 	}
 	offset = l.leo.Load()
-	if len(l.buf)+len(set) > cap(l.buf) {
+	if through || len(l.buf)+len(set) > cap(l.buf) {
 		if err := l.drainLocked(active, int64(len(set))); err != nil {
 			return 0, false, err
 		}
 	}
-	if len(set) >= cap(l.buf) {
+	if through || len(set) >= cap(l.buf) {
 		if err := writeAt(l.st, active, set, l.written); err != nil {
 			return 0, false, l.failLocked(err, int64(len(set)), false)
 		}

@@ -51,6 +51,29 @@ func (l *Log) AppendReplica(set []byte) (offset int64, err error) {
 	return l.appendValidated(set, count)
 }
 
+// AppendReplicaPrefix is AppendReplica for a follower's fetched bytes, in
+// one pass over them: it checks every message (framing and CRC, as
+// AppendReplica does, wrappers not unpacked), appends the whole good
+// messages from the start of set, and writes them to the segment file at
+// once, straight from set, without the copy into the write buffer (a
+// follower writes its bytes out before its next fetch reports them, so
+// buffering them would only add a copy). valid is the number of bytes
+// appended: a partial message at the end of set (a fetch cut at
+// replica.fetch.max.bytes) is left for the next fetch and is no error; a
+// bad message stops the append before it and is the error, wrapping
+// ErrInvalidMessage, with the good messages before it appended. A storage
+// error appends nothing (valid is then 0).
+func (l *Log) AppendReplicaPrefix(set []byte) (offset int64, valid int, err error) {
+	valid, count, bad := message.Validate(set)
+	if offset, err = l.appendChecked(set[:valid], count, true); err != nil {
+		return offset, 0, err
+	}
+	if bad != nil {
+		return offset, valid, fmt.Errorf("%w: after %d good bytes: %w", ErrInvalidMessage, valid, bad)
+	}
+	return offset, valid, nil
+}
+
 // ReadUpTo is Read for a replicated partition: offsets up to the log end
 // offset are in range, and the bytes stop at limit (at most the log end
 // offset), flushed or not. A follower's fetch reads up to the log end; a

@@ -3,6 +3,8 @@ package log
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
@@ -111,4 +113,35 @@ func TestTruncateToAcrossSegments(t *testing.T) {
 	if again.LogEndOffset() != offs[1] {
 		t.Fatalf("reopened at %d, want %d", again.LogEndOffset(), offs[1])
 	}
+}
+
+// A follower's fetched bytes go in in one pass (AppendReplicaPrefix): every
+// CRC checked, the whole good messages appended and in the file at once
+// (after what the write buffer held, in order), a partial tail left for the
+// next fetch, a corrupt message refused with everything after it.
+func TestAppendReplicaPrefix(t *testing.T) {
+	const size = 20 // each message 9 + 20 bytes
+	l := openReplicaLog(t, DefaultConfig())
+	mustAppend(t, l, makeSet(0, 1, size)) // buffered: 29 bytes not in the file yet
+	fetched := append(makeSet(1, 3, size), makeSet(4, 1, size)[:10]...)
+	off, valid, err := l.AppendReplicaPrefix(fetched)
+	if err != nil || off != 29 || valid != 3*29 {
+		t.Fatalf("AppendReplicaPrefix: offset %d, valid %d, %v; want 29, 87, nil", off, valid, err)
+	}
+	fi, err := os.Stat(filepath.Join(l.Dir(), segmentFileName(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != 4*29 || l.LogEndOffset() != 4*29 {
+		t.Fatalf("file %d bytes, log end %d; want both 116 (4 messages, none left in the buffer)", fi.Size(), l.LogEndOffset())
+	}
+	bad := makeSet(6, 1, size)
+	bad[len(bad)-1] ^= 1
+	fetched = append(append(makeSet(4, 2, size), bad...), makeSet(7, 1, size)...)
+	off, valid, err = l.AppendReplicaPrefix(fetched)
+	if !errors.Is(err, ErrInvalidMessage) || !errors.Is(err, message.ErrChecksum) || off != 4*29 || valid != 2*29 {
+		t.Fatalf("AppendReplicaPrefix with a bad CRC third: offset %d, valid %d, %v; want 116, 58, a checksum error", off, valid, err)
+	}
+	mustFlush(t, l)
+	checkMessages(t, readAll(t, l, 0, 1<<20), 0, 0, 6, size)
 }

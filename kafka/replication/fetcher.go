@@ -10,15 +10,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // fetcher is one follower loop towards one leader broker (0.8's ReplicaFetcherThread): it truncates each
 // new partition by leader epoch, then sends REPLICA_FETCH for all of its partitions at their log end
-// offsets, appends what comes back verbatim, records the leader's epochs for those bytes, writes them to the
-// file, and takes the leader's high watermark. Its buffers are reused: appending a fetched set allocates
-// nothing per message (BenchmarkFollowerAppend).
+// offsets, appends what comes back verbatim (every CRC checked once, in the pass that writes the bytes to
+// the file), records the leader's epochs for those bytes, and takes the leader's high watermark. Its
+// buffers are reused: appending a fetched set allocates nothing per message (BenchmarkFollowerAppend).
 type fetcher struct {
 	m      *Manager
 	leader protocol.BrokerAddr
@@ -313,28 +313,31 @@ func (f *fetcher) applyPart(i int, part *protocol.ReplicaFetchPart) error {
 		f.refused = true
 		return nil
 	}
-	valid, _, verr := message.Validate(part.Set)
-	if verr != nil {
-		f.lg.Error("replication: the leader sent a corrupt message; not appending it", "partition", p.tp.String(),
-			"offset", fp.expected+int64(valid), "err", verr)
-	}
-	if valid == 0 && len(part.Set) >= f.m.cfg.FetchMaxBytes && verr == nil {
-		f.lg.Error("replication: a message is larger than replica.fetch.max.bytes; raise it to go on",
-			"partition", p.tp.String(), "offset", fp.expected, "replica.fetch.max.bytes", f.m.cfg.FetchMaxBytes)
-	}
-	return p.appendAsFollower(part.Set[:valid], fp.expected, part.Epochs, part.HighWatermark)
+	return p.appendAsFollower(part.Set, fp.expected, part.Epochs, part.HighWatermark)
 }
 
 // appendAsFollower appends the leader's bytes verbatim at expected (the offset they have on the leader:
-// docs/PROTOCOL.md §10, the same byte offset on every replica), records the leader's epochs for them, writes
-// them to the file before the next fetch reports the new LEO, and takes the leader's HW.
+// docs/PROTOCOL.md §10, the same byte offset on every replica), records the leader's epochs for them and
+// takes the leader's HW. The follower checks what it appends: the framing and the CRC of every message
+// (§3.3), not the inside of compressed wrappers, which its leader's Append checked and which it must not
+// refuse. The check, the append and the write to the file (before the next fetch reports the new LEO) are
+// one pass over the fetched bytes, straight from the fetcher's buffer (log.AppendReplicaPrefix). A partial
+// message at the end waits for the next fetch; a corrupt one is logged and not appended, nor anything
+// after it.
 func (p *Partition) appendAsFollower(set []byte, expected int64, epochs []protocol.EpochEntry, hw int64) error {
 	if len(set) > 0 {
-		off, err := p.log.AppendReplica(set)
-		if err != nil {
+		off, valid, err := p.log.AppendReplicaPrefix(set)
+		switch {
+		case errors.Is(err, log.ErrInvalidMessage):
+			p.m.lg.Error("replication: the leader sent a corrupt message; not appending it", "partition", p.tp.String(),
+				"offset", expected+int64(valid), "err", err)
+		case err != nil:
 			return fmt.Errorf("replication: follower append to %s: %w", p.tp, err)
+		case valid == 0 && len(set) >= p.m.cfg.FetchMaxBytes:
+			p.m.lg.Error("replication: a message is larger than replica.fetch.max.bytes; raise it to go on",
+				"partition", p.tp.String(), "offset", expected, "replica.fetch.max.bytes", p.m.cfg.FetchMaxBytes)
 		}
-		if off != expected {
+		if valid > 0 && off != expected {
 			return fmt.Errorf("replication: %s: the leader's bytes for offset %d went to offset %d", p.tp, expected, off)
 		}
 	}
@@ -350,11 +353,6 @@ func (p *Partition) appendAsFollower(set []byte, expected int64, epochs []protoc
 			}
 		}
 		p.mu.Unlock()
-	}
-	if len(set) > 0 {
-		if err := p.log.WriteOut(); err != nil {
-			return err
-		}
 	}
 	p.hw.Store(min(hw, leo))
 	return nil
