@@ -107,6 +107,7 @@ type ReplicationResult struct {
 	P99Ms  float64 `json:"p99_ms"`
 	P999Ms float64 `json:"p999_ms"`
 	MaxMs  float64 `json:"max_ms"`
+	MeanMs float64 `json:"mean_ms"` // for Little's law: in flight = rate × mean latency (report_replication.go)
 	// CPU is each process's CPU during the mode; CPUMeasured is false where schedstat is missing.
 	CPU         []ProcessCPU `json:"cpu"`
 	CPUMeasured bool         `json:"cpu_measured"`
@@ -396,6 +397,7 @@ func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMod
 	if m.Acks != 0 {
 		ms := func(q float64) float64 { return float64(hist.ValueAtQuantile(q)) / 1000 }
 		r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs = ms(50), ms(99), ms(99.9), float64(hist.Max())/1000
+		r.MeanMs = hist.Mean() / 1000
 	}
 	r.CPUMeasured = okBefore && okAfter
 	for k := range pids {

@@ -35,6 +35,30 @@ func TestReplicationChecks(t *testing.T) {
 	}
 }
 
+// What bounds a mode, in the report's words, is arithmetic on what was measured. Little's law: 16 batches of
+// 50 in flight with a mean latency of 1 ms allow at most 16 × 50 / 0.001 s = 800,000 msg/s, and 400,000 sent
+// is 50% of it. CPU: 0.5 + 0.3 + 0.1 + 0.1 = 1.0 s for 1,000,000 messages is 1.00 µs per message, so two cores
+// allow at most 2,000,000 msg/s, and 1,000,000 is 50% of it. acks=0 has no latency, so no window bound.
+func TestReplicationBounds(t *testing.T) {
+	x := ReplicationResult{Mode: ReplicationModes()[3], MeanMs: 1, CPUMeasured: true,
+		Test: TestResult{Msgs: 1_000_000, Seconds: 2.5, MsgPerS: 1_000_000, SendMsgPerS: 400_000},
+		CPU:  []ProcessCPU{{Name: "producer", RunSeconds: 0.5}, {Name: "broker 0", RunSeconds: 0.3}, {Name: "broker 1", RunSeconds: 0.1}, {Name: "broker 2", RunSeconds: 0.1}}}
+	if x.Mode.InFlight != 16 {
+		t.Fatalf("mode %s has %d in flight, the test assumes 16", x.Mode.Name, x.Mode.InFlight)
+	}
+	s := replicationBound(x, 2, 50)
+	for _, want := range []string{"16 in flight / 1.00 ms mean latency = at most 800,000 msg/s, sent 400,000 (50% of it)",
+		"1.00 µs of CPU per message, so 2 cores allow at most 2,000,000 msg/s (50% reached)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("bound %q lacks %q", s, want)
+		}
+	}
+	x.Mode = ReplicationModes()[1] // acks=0
+	if s := replicationBound(x, 2, 50); strings.Contains(s, "Little") || !strings.Contains(s, "2,000,000 msg/s") {
+		t.Errorf("acks=0 bound %q: want the CPU bound and no window bound", s)
+	}
+}
+
 // The experiment end to end, small: a real ZooKeeper, three broker processes per mode, every mode
 // measured (latency for the acknowledged ones, CPU per process, the brokers' profiles), then its figure
 // and its REPORT.md section.

@@ -103,6 +103,7 @@ func replicationBound(x ReplicationResult, cores, batch int) string {
 			s += fmt.Sprintf("; each batch took %.2f ms on average (p50 %.2f ms), waiting for its answer before the next is sent", perBatch, x.P50Ms)
 		}
 	}
+	s += windowBound(x, batch) + cpuBound(x, cores)
 	var top []string
 	for _, c := range x.CPU {
 		if c.RunSeconds > 0 {
@@ -110,4 +111,33 @@ func replicationBound(x ReplicationResult, cores, batch int) string {
 		}
 	}
 	return s + " (CPU: " + strings.Join(top, ", ") + fmt.Sprintf(" in %.2f s)", x.Test.Seconds)
+}
+
+// windowBound is Little's law for an acknowledged mode: with w batches in flight and a mean latency L,
+// the producer cannot send faster than w × batch / L messages a second; measured near that, the window
+// and the latency of one commit bound the mode, not the cores.
+func windowBound(x ReplicationResult, batch int) string {
+	if x.Mode.Acks == 0 || x.MeanMs <= 0 || x.Test.SendMsgPerS <= 0 {
+		return ""
+	}
+	w := max(x.Mode.InFlight, 1)
+	limit := float64(w*batch) / (x.MeanMs / 1000)
+	return fmt.Sprintf("; Little's law: %d in flight / %.2f ms mean latency = at most %s msg/s, sent %s (%.0f%% of it)",
+		w, x.MeanMs, commas(limit), commas(x.Test.SendMsgPerS), 100*x.Test.SendMsgPerS/limit)
+}
+
+// cpuBound is what the processes' CPU per message allows on the machine's cores if they were kept busy
+// all the time: the mode's rate cannot pass cores / (the CPU all processes spend on one message).
+func cpuBound(x ReplicationResult, cores int) string {
+	var run float64
+	for _, c := range x.CPU {
+		run += c.RunSeconds
+	}
+	if run <= 0 || x.Test.Msgs <= 0 || x.Test.MsgPerS <= 0 {
+		return ""
+	}
+	perMsg := run / float64(x.Test.Msgs)
+	limit := float64(cores) / perMsg
+	return fmt.Sprintf("; all processes spent %.2f µs of CPU per message, so %d cores allow at most %s msg/s (%.0f%% reached)",
+		perMsg*1e6, cores, commas(limit), 100*x.Test.MsgPerS/limit)
 }

@@ -205,7 +205,11 @@ func (p *SyncProducer) sendReplicated(tm *topicMeta, topic string, part int32, k
 // encodeSet builds the message set of msgs in the configured format (one compressed wrapper when the topic
 // is compressed).
 func (p *SyncProducer) encodeSet(topic string, msgs [][]byte) []byte {
-	var set []byte
+	n := 0
+	for _, m := range msgs {
+		n += message.Size(p.cfg.Magic, len(m))
+	}
+	set := make([]byte, 0, n) // one allocation of the exact size, not a slice grown (and copied) as it fills
 	for _, m := range msgs {
 		set = message.Append(set, p.cfg.Magic, m)
 	}
