@@ -8,6 +8,8 @@
 //	message/build            the producer's encoding of 50 messages
 //	log/append-batch1        Log.Append of one message
 //	log/append-batch50       Log.Append of a set of 50
+//	log/append-replica       a follower's Log.AppendReplicaPrefix of a fetched set of 50
+//	                         (every CRC checked once, written through to the file)
 //	broker/produce-batch1    a PRODUCE of 1 message, over loopback, into the log
 //	broker/produce-batch50   a PRODUCE of 50 messages
 //	broker/fetch             a 300 KB FETCH over loopback, answered with sendfile
@@ -37,11 +39,12 @@
 // measurement of the repository uses (broker.Shipped), on 127.0.0.1 and a
 // port the kernel picks. The group consumer's Stream is not here: it is
 // fed by fetchers over unexported channels, and kafka/consumer checks its
-// Next itself (TestStreamNextAllocs). Nor is replication's follower path,
-// whose fetcher is unexported: kafka/replication times and checks it, the
-// answer applied (BenchmarkFollowerAppend) and the whole fetch over
-// loopback (BenchmarkFollowerFetchRoundTrip), with the leader's side of it,
-// each with an allocation test.
+// Next itself (TestStreamNextAllocs). Of replication's follower path only
+// its log's part is here (log/append-replica); the fetcher is unexported:
+// kafka/replication times and checks it, the answer applied
+// (BenchmarkFollowerAppend) and the whole fetch over loopback
+// (BenchmarkFollowerFetchRoundTrip), with the leader's side of it, each with
+// an allocation test.
 package hotpath
 
 import (
@@ -87,6 +90,7 @@ func Paths() []Path {
 		{Name: "message/build", Messages: 50, Bytes: 50 * wire, Open: openBuild},
 		{Name: "log/append-batch1", Messages: 1, Bytes: wire, Open: openLogAppend(1)},
 		{Name: "log/append-batch50", Messages: 50, Bytes: 50 * wire, Open: openLogAppend(50)},
+		{Name: "log/append-replica", Messages: 50, Bytes: 50 * wire, Open: openLogAppendReplica(50)},
 		{Name: "broker/produce-batch1", Messages: 1, Bytes: wire, Open: openBrokerProduce(1)},
 		{Name: "broker/produce-batch50", Messages: 50, Bytes: 50 * wire, Open: openBrokerProduce(50)},
 		{Name: "broker/fetch", Messages: FetchSize / wire, Bytes: FetchSize, Open: openBrokerFetch},

@@ -21,10 +21,28 @@ func shippedConfig(dir string) (broker.Config, error) {
 // logAppend appends one set to a partition log (§3.1: "simple storage"),
 // the broker's work for one PRODUCE once the set is validated; the log's
 // flusher goroutine fsyncs every log.flush.interval messages.
+//
+// With replica set it is a follower's work for the same set fetched from its
+// leader (log.AppendReplicaPrefix, docs/PROTOCOL.md §10): every CRC checked
+// once and the bytes written to the segment file at once, straight from the
+// fetched buffer.
 type logAppend struct {
 	inMemory
-	l   *log.Log
-	set []byte
+	l       *log.Log
+	set     []byte
+	replica bool
+}
+
+func openLogAppendReplica(batch int) func(dir string) (Op, error) {
+	open := openLogAppend(batch)
+	return func(dir string) (Op, error) {
+		op, err := open(dir)
+		if err != nil {
+			return nil, err
+		}
+		op.(*logAppend).replica = true
+		return op, nil
+	}
 }
 
 func openLogAppend(batch int) func(dir string) (Op, error) {
@@ -42,6 +60,12 @@ func openLogAppend(batch int) func(dir string) (Op, error) {
 }
 
 func (o *logAppend) Do() error {
+	if o.replica {
+		if _, valid, err := o.l.AppendReplicaPrefix(o.set); err != nil || valid != len(o.set) {
+			return fmt.Errorf("hotpath: log/append-replica of %d bytes: %d appended, %v", len(o.set), valid, err)
+		}
+		return nil
+	}
 	if _, err := o.l.Append(o.set); err != nil {
 		return fmt.Errorf("hotpath: log/append of %d bytes: %w", len(o.set), err)
 	}
