@@ -124,11 +124,11 @@ func (p *SyncProducer) readOldestLocked(c *brokerConn, errs *[]error) []inflight
 	e := c.inflight[0]
 	code, err := c.readAnswerLocked(p.cfg.RequestTimeout)
 	if err == nil && code == protocol.ErrNone {
-		c.popInflightLocked()
+		p.sets.put(c.popInflightLocked())
 		return nil
 	}
 	if err == nil && !code.Retriable() {
-		c.popInflightLocked()
+		p.sets.put(c.popInflightLocked())
 		*errs = append(*errs, fmt.Errorf("producer: %s-%d on broker %d: %w", e.topic, e.part, c.broker.ID, code))
 		return nil
 	}
@@ -232,11 +232,14 @@ func (c *brokerConn) readAnswerLocked(timeout time.Duration) (protocol.ErrorCode
 	return c.results[0].Error, nil
 }
 
-// popInflightLocked forgets c's oldest set in flight (the window is short: shifting it allocates nothing).
-func (c *brokerConn) popInflightLocked() {
+// popInflightLocked forgets c's oldest set in flight (the window is short: shifting it allocates nothing)
+// and returns its bytes, which nothing sends again.
+func (c *brokerConn) popInflightLocked() []byte {
+	set := c.inflight[0].set
 	n := copy(c.inflight, c.inflight[1:])
 	c.inflight[n] = inflightSet{}
 	c.inflight = c.inflight[:n]
+	return set
 }
 
 // takeInflightLocked returns c's sets in flight, oldest first, to be resent because of why, and forgets

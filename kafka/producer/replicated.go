@@ -194,12 +194,17 @@ func (p *SyncProducer) sendReplicated(tm *topicMeta, topic string, part int32, k
 			return fmt.Errorf("producer: topic %q: message of %d bytes > %d: %w", topic, len(m), p.cfg.MaxMessageSize, ErrMessageTooLarge)
 		}
 	}
+	owned := msgs != nil || p.pipelined() // set is ours: encoded here, or copied to be kept until its answer
 	if msgs != nil {
 		set = p.encodeSet(topic, msgs)
-	} else if p.pipelined() {
-		set = append([]byte(nil), set...) // kept until its answer: the caller may reuse its own
+	} else if owned {
+		set = append(p.sets.get(len(set)), set...) // the caller may reuse its own
 	}
-	return p.sendSetReplicated(tm, topic, part, set)
+	err := p.sendSetReplicated(tm, topic, part, set)
+	if owned && !p.pipelined() {
+		p.sets.put(set) // sent (and retried) already; when pipelined, its answer gives it back
+	}
+	return err
 }
 
 // encodeSet builds the message set of msgs in the configured format (one compressed wrapper when the topic
@@ -209,12 +214,13 @@ func (p *SyncProducer) encodeSet(topic string, msgs [][]byte) []byte {
 	for _, m := range msgs {
 		n += message.Size(p.cfg.Magic, len(m))
 	}
-	set := make([]byte, 0, n) // one allocation of the exact size, not a slice grown (and copied) as it fills
+	set := p.sets.get(n) // the exact size at once, not a slice grown (and copied) as it fills; recycled
 	for _, m := range msgs {
 		set = message.Append(set, p.cfg.Magic, m)
 	}
 	if p.cfg.compresses(topic) {
 		if w, err := message.Compress(p.cfg.Compression, set); err == nil {
+			p.sets.put(set)
 			return w
 		}
 	}

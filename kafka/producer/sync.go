@@ -47,6 +47,7 @@ type SyncProducer struct {
 	meta    *metadataCache // nil in 0.7's exact mode (replicated.go)
 	leaders *leaderConns   // connections to leaders found by metadata
 	pipeMu  sync.Mutex     // held by every acknowledged send while MaxInFlight > 1 (inflight.go)
+	sets    setPool        // encoded sets to replicated topics, recycled (sets.go)
 }
 
 // NewSync returns a producer for cfg: broker.list if set, else zk.connect.
