@@ -90,7 +90,7 @@ func (s *System) Settings() map[string]string {
 		"producer_ack":    "none: the producer does not wait for the broker (paper §5); the test ends when OFFSETS latest reaches the expected end",
 		"producer_batch":  "1 and 50 messages per PRODUCE request, no compression, magic 0 (9 bytes of header, the paper's format; message.magic=0, since the producer's default is 0.7's magic 1, 10 bytes)",
 		"consumer_ack":    "none: the consumer keeps its own offset (paper §3.1)",
-		"prefetch":        "FETCH of fetch.size=" + strconv.Itoa(FetchSize) + " bytes per request (0.7 default; the paper's ~200 KB); every CRC checked",
+		"prefetch":        "FETCH of fetch.size=" + strconv.Itoa(FetchSize) + " bytes per request (0.7 default; the paper's ~200 KB), " + strconv.Itoa(consumer.RangesInFlight) + " consecutive byte ranges in flight; every CRC checked",
 		"socket_buffers":  "broker send " + get("socket.send.buffer", "102400") + ", receive " + get("socket.receive.buffer", "102400") + " bytes; clients kernel default",
 	}
 }
@@ -198,15 +198,20 @@ func (s *System) Consume(ctx context.Context, spec compare.ConsumeSpec) (compare
 	var got int64
 	var bytes int64
 	idle := 0
+	// Consecutive byte ranges, consumer.RangesInFlight of them in flight
+	// (kafka/consumer/ranges.go): Ranges hands out whole messages and keeps
+	// the part of one that ends a range for the next.
+	rs := consumer.NewRanges(spec.Topic, 0, off, FetchSize, consumer.RangesInFlight)
 	for got < int64(spec.Messages) {
 		if ctx.Err() != nil {
 			return compare.Result{Messages: got}, fmt.Errorf("ours: consume %s at offset %d after %d messages: %w", spec.Topic, off, got, ctx.Err())
 		}
-		set, err := sc.FetchAhead(spec.Topic, 0, off, FetchSize)
+		set, base, err := rs.Next(sc)
 		if err != nil {
 			return compare.Result{Messages: got}, fmt.Errorf("ours: consume %s after %d messages: %w", spec.Topic, got, err)
 		}
-		// §3.3: every message's CRC is checked; a partial tail is refetched.
+		off = base
+		// §3.3: every message's CRC is checked.
 		valid, count, err := message.Validate(set)
 		if err != nil {
 			return compare.Result{Messages: got}, fmt.Errorf("ours: consume %s at offset %d: %w", spec.Topic, off+int64(valid), err)

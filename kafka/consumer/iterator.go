@@ -44,6 +44,14 @@ type PartitionIterator struct {
 	// MinBackoff and MaxBackoff tune the polling when caught up.
 	MinBackoff, MaxBackoff time.Duration
 
+	// InFlight is how many fetches of consecutive byte ranges the iterator
+	// keeps in flight (Ranges, ranges.go). 0 or 1, the default: one fetch
+	// at a time from the last whole message, with the next one sent ahead
+	// while a full answer is checked (FetchAhead). Set it before the first
+	// Next.
+	InFlight int
+	ranges   *Ranges
+
 	it   message.DeepIterator // over the last fetched set, wrappers unpacked into its reused buffer
 	base int64                // offset of that set's first byte
 
@@ -72,6 +80,9 @@ func NewPartitionIterator(c *SimpleConsumer, topic string, partition int32, offs
 // SeekTo moves the iterator to offset, before or after its position (§3.1:
 // a consumer can rewind and re-consume). It also clears a previous error.
 func (p *PartitionIterator) SeekTo(offset int64) {
+	if p.ranges != nil {
+		p.ranges.SeekTo(offset)
+	}
 	p.it.Reset(nil, offset)
 	p.base = offset
 	p.err = nil
@@ -147,7 +158,15 @@ func (p *PartitionIterator) Poll() bool {
 // one ended; got reports whether it holds at least one whole message.
 func (p *PartitionIterator) fetch() (got bool, err error) {
 	from := p.fetchOffset()
-	set, err := p.c.FetchAhead(p.topic, p.partition, from, p.fetchSize)
+	var set []byte
+	if p.InFlight > 1 {
+		if p.ranges == nil {
+			p.ranges = NewRanges(p.topic, p.partition, from, p.fetchSize, p.InFlight)
+		}
+		set, from, err = p.ranges.Next(p.c)
+	} else {
+		set, err = p.c.FetchAhead(p.topic, p.partition, from, p.fetchSize)
+	}
 	if err != nil {
 		if p.follow != nil && p.follow.leaderMoved(err) {
 			p.moveToLeader(err) // fetched again from the same offset after the backoff
@@ -158,6 +177,9 @@ func (p *PartitionIterator) fetch() (got bool, err error) {
 	p.fetches++
 	p.it.Reset(set, from)
 	p.base = from
+	if p.ranges != nil && p.InFlight > 1 {
+		return p.ranges.fetched > 0, nil // a message larger than a range comes in several
+	}
 	return len(set) >= message.LengthSize &&
 		message.LengthSize+int64(binary.BigEndian.Uint32(set)) <= int64(len(set)), nil
 }

@@ -49,6 +49,10 @@ type SimpleConsumer struct {
 	// unread (valid when inFlight); wbuf holds it framed.
 	ahead    protocol.FetchRequest
 	inFlight bool
+	// ranges are the FETCHes of consecutive byte ranges that FetchRange
+	// sent and whose answers are still unread, oldest first (ranges.go).
+	ranges []protocol.FetchRequest
+	hdr    [protocol.ResponseHeaderSize]byte
 }
 
 // NewSimpleConsumer returns a consumer for the broker at addr (host:port).
@@ -64,6 +68,7 @@ func (c *SimpleConsumer) Addr() string { return c.addr }
 // Close closes the connection; the consumer reconnects if used again.
 func (c *SimpleConsumer) Close() error {
 	c.inFlight = false
+	c.ranges = c.ranges[:0]
 	if c.conn == nil {
 		return nil
 	}
@@ -239,7 +244,7 @@ func (c *SimpleConsumer) MultiFetch(fetches []protocol.FetchRequest) ([]FetchRes
 func (c *SimpleConsumer) FetchAhead(topic string, partition int32, offset int64, maxSize int32) ([]byte, error) {
 	set, err := c.Fetch(topic, partition, offset, maxSize)
 	if err == nil && len(set) == int(maxSize) {
-		if whole, _ := wholePrefix(set); whole > 0 {
+		if whole := message.Framed(set); whole > 0 {
 			c.prefetch(topic, partition, offset+int64(whole), maxSize)
 		}
 	}
@@ -322,6 +327,7 @@ func (c *SimpleConsumer) receive() (protocol.ErrorCode, []byte, error) {
 // asked for; on
 // failure it closes the connection, which drops it too.
 func (c *SimpleConsumer) drain() {
+	c.dropRanges()
 	if !c.inFlight {
 		return
 	}

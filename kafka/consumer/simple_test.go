@@ -22,6 +22,10 @@ type memBroker struct {
 	start   int64
 	log     []byte
 	fetches int // FETCH requests served
+	// segment, if set, is the length of the log's segments: an answer
+	// stops at the end of its offset's segment, as the broker's does.
+	segment int64
+	asked   map[int64]int // FETCHes served per offset
 }
 
 func (b *memBroker) append(set []byte) {
@@ -39,7 +43,14 @@ func (b *memBroker) read(f protocol.FetchRequest) (protocol.ErrorCode, []byte) {
 	if f.Offset < b.start || f.Offset > b.start+int64(len(b.log)) {
 		return protocol.ErrOffsetOutOfRange, nil
 	}
+	if b.asked == nil {
+		b.asked = map[int64]int{}
+	}
+	b.asked[f.Offset]++
 	rest := b.log[f.Offset-b.start:]
+	if b.segment > 0 {
+		rest = rest[:min(int64(len(rest)), b.segment-(f.Offset-b.start)%b.segment)]
+	}
 	return protocol.ErrNone, bytes.Clone(rest[:min(len(rest), int(f.MaxSize))])
 }
 
@@ -266,6 +277,24 @@ func TestIteratorAllocatesNothingPerMessage(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%.2f allocations per message", allocs)
+	}
+	// The same with byte ranges in flight (ranges.go), 1,000-byte ranges so
+	// that the 1,000 messages measured span 21 of them, each ending inside a
+	// message.
+	it = NewPartitionIterator(c, "t", 0, 0, 1000)
+	it.InFlight = 3
+	for range 100 { // the buffer reaches its size
+		if !it.Next(ctx) {
+			t.Fatal(it.Err())
+		}
+	}
+	allocs = testing.AllocsPerRun(1000, func() {
+		if !it.Next(ctx) {
+			t.Fatal(it.Err())
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("byte ranges: %.2f allocations per message", allocs)
 	}
 }
 

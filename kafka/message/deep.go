@@ -56,11 +56,15 @@ func (d *DeepIterator) Reset(set []byte, base int64) {
 
 // Next advances to the next message, descending into wrappers. It returns
 // false at the end of the set, at a partial tail (Err nil), or on a bad
-// message (Err set). A plain magic-0 message, the paper's format and the
-// hot path, is checked here; everything else is next's and open's.
+// message (Err set). An uncompressed message with a good CRC (the paper's
+// magic 0, or 0.7's magic 1 with no codec), the hot path, is checked here;
+// everything else is next's and open's.
 func (d *DeepIterator) Next() bool {
+	if !d.inIn && d.err == nil && d.outer.nextPlain() {
+		return true
+	}
 	if !d.inIn && d.err == nil && d.outer.Next() {
-		if validV0(d.outer.Message()) {
+		if validPlain(d.outer.Message()) {
 			return true
 		}
 		if d.open() {
@@ -118,10 +122,18 @@ func (d *DeepIterator) open() bool {
 	return true
 }
 
-// validV0 reports whether m is a magic-0 message whose CRC is right: one
-// with nothing to unpack.
-func validV0(m Message) bool {
-	return m[LengthSize] == MagicV0 && crc32.ChecksumIEEE(m[HeaderSizeV0:]) == byteOrder.Uint32(m[LengthSize+1:])
+// validPlain reports whether m, a message Iterator accepted (so it holds at
+// least its magic's header), is uncompressed and its CRC is right: one with
+// nothing to unpack. It is Valid and Codec without their switches on the
+// magic.
+func validPlain(m Message) bool {
+	switch m[LengthSize] {
+	case MagicV0:
+		return crc32.ChecksumIEEE(m[HeaderSizeV0:]) == byteOrder.Uint32(m[LengthSize+1:])
+	case MagicV1:
+		return m[LengthSize+1]&codecMask == 0 && crc32.ChecksumIEEE(m[HeaderSizeV1:]) == byteOrder.Uint32(m[LengthSize+2:])
+	}
+	return false
 }
 
 // SkipBad clears the error of a bad message (a CRC mismatch, a wrapper that
@@ -170,7 +182,7 @@ func (d *DeepIterator) Consumed() int { return d.outer.Consumed() }
 func ValidateWholeDeep(set []byte) (count int, err error) {
 	it := NewIterator(set, 0)
 	for it.Next() {
-		if m := it.Message(); !validV0(m) {
+		if m := it.Message(); !validPlain(m) {
 			if err := validateOther(m, it.cur); err != nil {
 				return count, err
 			}

@@ -2,6 +2,7 @@ package message
 
 import (
 	"fmt"
+	"hash/crc32"
 )
 
 // Iterator walks a message set without allocating. The zero value is an
@@ -58,6 +59,37 @@ func (it *Iterator) Next() bool {
 	return true
 }
 
+// nextPlain is Next for the message the consumer's loop meets nearly
+// always, in one function with no further calls but the CRC's: a whole
+// uncompressed message (magic 0, or magic 1 with an attributes byte of 0)
+// whose CRC is right. It advances and reports true for such a message
+// only; for anything else (a partial tail, a wrapper, a bad message) it
+// leaves the iterator where it was and reports false, and Next and its
+// callers' checks decide, as they would have without it.
+func (it *Iterator) nextPlain() bool {
+	rest := it.set[it.pos:]
+	if it.err != nil || len(rest) < HeaderSizeV1 {
+		return false
+	}
+	n := int(int32(byteOrder.Uint32(rest)))
+	var hdr int
+	switch {
+	case rest[LengthSize] == MagicV1 && rest[LengthSize+1] == 0 && n >= minBodyV1:
+		hdr = HeaderSizeV1
+	case rest[LengthSize] == MagicV0 && n >= minBodyV0:
+		hdr = HeaderSizeV0
+	default:
+		return false
+	}
+	end := LengthSize + n
+	if end > len(rest) || crc32.ChecksumIEEE(rest[hdr:end]) != byteOrder.Uint32(rest[hdr-4:]) {
+		return false
+	}
+	it.cur, it.end = it.pos, it.pos+end
+	it.pos = it.end
+	return true
+}
+
 // Message is the current message; valid until the set's buffer is reused.
 func (it *Iterator) Message() Message { return Message(it.set[it.cur:it.end:it.end]) }
 
@@ -102,4 +134,22 @@ func ValidateWhole(set []byte) (count int, err error) {
 		return count, fmt.Errorf("%w: %d bytes left after %d whole messages (%d bytes)", ErrTruncated, len(set)-valid, count, valid)
 	}
 	return count, nil
+}
+
+// Framed is the length of the whole messages at the start of set, found by
+// their length fields alone: no magic, attribute or CRC is looked at, so it
+// costs one load per message. It is where a fetch that follows set must
+// start (the consumer sends that fetch before it iterates set, §3.2's
+// asynchronous pull); what set holds is checked by the Iterator that walks
+// it. A length too small for any message ends the scan there.
+func Framed(set []byte) int {
+	pos := 0
+	for len(set)-pos >= LengthSize {
+		n := byteOrder.Uint32(set[pos:])
+		if n < minBodyV0 || uint64(n) > uint64(len(set)-pos-LengthSize) {
+			break
+		}
+		pos += LengthSize + int(n)
+	}
+	return pos
 }

@@ -23,6 +23,7 @@ func consumerPerf(args []string, std stdio) error {
 	partition := fs.Int("partition", 0, "partition")
 	n := fs.Int64("messages", 1000000, "number of messages to read")
 	fetchSize := fs.Int("fetch-size", consumer.DefaultFetchSize, "bytes per fetch (the paper: about 200 KB)")
+	inFlight := fs.Int("fetches-in-flight", consumer.RangesInFlight, "fetches of consecutive byte ranges kept in flight (1: one at a time, the next sent ahead from the last whole message)")
 	offset := fs.Int64("offset", -2, "start offset (-2 earliest, -1 latest)")
 	every := fs.Int64("reporting-interval", 0, "print a progress line every N messages (0: every 2 seconds)")
 	idle := fs.Duration("idle-timeout", 10*time.Second, "give up when no message arrives for this long")
@@ -57,6 +58,7 @@ func consumerPerf(args []string, std stdio) error {
 	fmt.Fprintf(std.Out, "consuming %d messages from %s-%d at %s from offset %d, %d bytes per fetch\n",
 		*n, *topic, *partition, *broker, start, *fetchSize)
 	it := consumer.NewPartitionIterator(c, *topic, int32(*partition), start, int32(*fetchSize))
+	it.InFlight = *inFlight
 	var got, payloadBytes int64
 	size := 0
 	rep := newReporter(std, *every, 0)
