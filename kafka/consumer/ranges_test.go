@@ -27,16 +27,23 @@ func readAll(t *testing.T, it *PartitionIterator, first, n int) {
 	}
 }
 
+// rangesOn returns an iterator over b's log from offset 0 in fetchSize-byte
+// ranges, depth in flight, and its consumer (closed at the test's end).
+func rangesOn(t *testing.T, b *memBroker, fetchSize int32, depth int) (*PartitionIterator, *SimpleConsumer) {
+	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
+	t.Cleanup(func() { c.Close() })
+	it := NewPartitionIterator(c, "t", 0, 0, fetchSize)
+	it.InFlight = depth
+	return it, c
+}
+
 // TestRangesKeepDepthInFlight: with InFlight 3 the iterator asks for the
 // log as consecutive 1,000-byte ranges, each once, while two more are on
 // their way; every message comes whole and in order although each range
 // but the last ends inside a message (21-byte messages: 1,000 = 47×21 + 13).
 func TestRangesKeepDepthInFlight(t *testing.T) {
 	b := &memBroker{log: setOf(0, 1000)} // 21,000 bytes
-	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
-	defer c.Close()
-	it := NewPartitionIterator(c, "t", 0, 0, 1000)
-	it.InFlight = 3
+	it, c := rangesOn(t, b, 1000, 3)
 	readAll(t, it, 0, 1000)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -60,10 +67,7 @@ func TestRangesKeepDepthInFlight(t *testing.T) {
 // message is lost, doubled or split wrongly.
 func TestRangesAcrossSegments(t *testing.T) {
 	b := &memBroker{log: setOf(0, 1000), segment: 31 * 21}
-	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
-	defer c.Close()
-	it := NewPartitionIterator(c, "t", 0, 0, 500)
-	it.InFlight = 4
+	it, _ := rangesOn(t, b, 500, 4)
 	readAll(t, it, 0, 1000)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -80,10 +84,7 @@ func TestRangesAcrossSegments(t *testing.T) {
 // are asked again, so messages appended later arrive in order.
 func TestRangesFollowAGrowingLog(t *testing.T) {
 	b := &memBroker{log: setOf(0, 100)} // 2,100 bytes: two full 1,000-byte ranges, then 100 bytes
-	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
-	defer c.Close()
-	it := NewPartitionIterator(c, "t", 0, 0, 1000)
-	it.InFlight = 3
+	it, _ := rangesOn(t, b, 1000, 3)
 	it.MinBackoff, it.MaxBackoff = time.Millisecond, 5*time.Millisecond
 	readAll(t, it, 0, 100)
 	go func() {
@@ -104,10 +105,7 @@ func TestRangesStitchAMessageLargerThanARange(t *testing.T) {
 	log = message.AppendV0(log, big)
 	log = append(log, setOf(11, 20)...)
 	b := &memBroker{log: log}
-	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
-	defer c.Close()
-	it := NewPartitionIterator(c, "t", 0, 0, 1000)
-	it.InFlight = 2
+	it, _ := rangesOn(t, b, 1000, 2)
 	ctx := context.Background()
 	for i := range 20 {
 		if !it.Next(ctx) {
@@ -129,10 +127,7 @@ func TestRangesStitchAMessageLargerThanARange(t *testing.T) {
 func TestRangesRefuseWhatCannotBeAMessage(t *testing.T) {
 	log := setOf(0, 50)
 	b := &memBroker{log: append([]byte{0, 0, 0, 1, 0}, log...)}
-	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
-	defer c.Close()
-	it := NewPartitionIterator(c, "t", 0, 0, 100)
-	it.InFlight = 3
+	it, c := rangesOn(t, b, 100, 3)
 	if it.Next(context.Background()) || !errors.Is(it.Err(), ErrNotMessageStart) {
 		t.Fatalf("a 1-byte length: %v, want ErrNotMessageStart", it.Err())
 	}

@@ -181,8 +181,8 @@ func (d *DeepIterator) Consumed() int { return d.outer.Consumed() }
 // wrappers are unpacked into pooled buffers.
 func ValidateWholeDeep(set []byte) (count int, err error) {
 	it := NewIterator(set, 0)
-	for it.Next() {
-		if m := it.Message(); !validPlain(m) {
+	for ok, plain := it.advance(); ok; ok, plain = it.advance() {
+		if m := it.Message(); !plain && !validPlain(m) {
 			if err := validateOther(m, it.cur); err != nil {
 				return count, err
 			}

@@ -90,6 +90,16 @@ func (it *Iterator) nextPlain() bool {
 	return true
 }
 
+// advance is Next for the validating loops: plain reports that nextPlain
+// took the message (whole, uncompressed, CRC right), so nothing is left to
+// check of it.
+func (it *Iterator) advance() (ok, plain bool) {
+	if it.nextPlain() {
+		return true, true
+	}
+	return it.Next(), false
+}
+
 // Message is the current message; valid until the set's buffer is reused.
 func (it *Iterator) Message() Message { return Message(it.set[it.cur:it.end:it.end]) }
 
@@ -114,8 +124,8 @@ func (it *Iterator) Remaining() int { return len(it.set) - it.pos }
 // corrupt message or a CRC mismatch is, and valid stops before it.
 func Validate(set []byte) (valid int, count int, err error) {
 	it := NewIterator(set, 0)
-	for it.Next() {
-		if m := it.Message(); !m.Valid() {
+	for ok, plain := it.advance(); ok; ok, plain = it.advance() {
+		if m := it.Message(); !plain && !m.Valid() {
 			return it.cur, count, fmt.Errorf("%w at offset %d (stored %08x)", ErrChecksum, it.cur, m.Checksum())
 		}
 		count++
