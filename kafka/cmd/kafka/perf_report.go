@@ -69,9 +69,17 @@ func newTenths(n int64, start time.Time) *tenths {
 // threshold is the message count that completes tenth i (0-based).
 func (t *tenths) threshold(i int) int64 { return max(1, int64(i+1)*t.n/10) }
 
-// observe notes that done messages have been sent or received so far.
+// observe notes that done messages have been sent or received so far. It
+// is small enough to be inlined into a tool's per-message loop (after the
+// last mark nextAt is beyond any count).
 func (t *tenths) observe(done int64) {
-	if done >= t.nextAt && t.next < 10 {
+	if done >= t.nextAt {
+		t.mark(done)
+	}
+}
+
+func (t *tenths) mark(done int64) {
+	if t.next < 10 {
 		t.markAt(done, time.Now())
 	}
 }
@@ -83,6 +91,7 @@ func (t *tenths) markAt(done int64, now time.Time) {
 		t.at[t.next], t.count[t.next], t.sched[t.next] = now, done, st
 		t.next++
 	}
+	t.nextAt = math.MaxInt64
 	if t.next < 10 {
 		t.nextAt = t.threshold(t.next)
 	}
@@ -222,30 +231,36 @@ func whole(f float64) int64 { return int64(math.Round(f)) }
 
 // reporter prints progress lines by count or every 2 seconds.
 type reporter struct {
-	std            stdio
-	every          int64
-	size           int
-	start, last    time.Time
-	lastN, nextRep int64
-	checked        int64
+	std         stdio
+	every       int64
+	size        int
+	start, last time.Time
+	lastN, due  int64 // due: the count at which progress next looks
 }
 
 func newReporter(std stdio, every int64, size int) *reporter {
 	now := time.Now()
-	return &reporter{std: std, every: every, size: size, start: now, last: now, nextRep: every}
+	r := &reporter{std: std, every: every, size: size, start: now, last: now, due: every}
+	if every <= 0 {
+		r.due = 1000
+	}
+	return r
 }
 
+// progress prints a progress line every r.every messages, or (every 0)
+// every 2 seconds, looking at the clock about every 1000 messages only; it
+// is one comparison per message, inlined into the tool's loop.
 func (r *reporter) progress(n int64, verb string) {
+	if n >= r.due {
+		r.check(n, verb)
+	}
+}
+
+func (r *reporter) check(n int64, verb string) {
 	if r.every > 0 {
-		if n < r.nextRep {
-			return
-		}
-		r.nextRep += r.every
+		r.due += r.every
 	} else {
-		if n-r.checked < 1000 {
-			return // look at the clock about every 1000 messages only
-		}
-		r.checked = n
+		r.due = n + 1000
 		if time.Since(r.last) < 2*time.Second {
 			return
 		}
