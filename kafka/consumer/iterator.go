@@ -34,7 +34,8 @@ const (
 // Steady-state iteration allocates nothing per message: the payload
 // aliases the consumer's fetch buffer and is valid until the next call to
 // Next. While it walks a full fetch the next one is already on its way
-// (SimpleConsumer.FetchAhead).
+// (SimpleConsumer.FetchAhead), or, with InFlight above 1, the next InFlight-1
+// byte ranges are (Ranges).
 type PartitionIterator struct {
 	c         *SimpleConsumer
 	topic     string

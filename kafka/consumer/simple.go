@@ -37,7 +37,9 @@ const ReceiveBuffer = 4 << 20
 // SimpleConsumer is one connection to one broker. It is not safe for
 // concurrent use, and the bytes a fetch returns alias a buffer reused by
 // the next call. One request is in flight at a time, except that FetchAhead
-// sends the next FETCH before the caller has finished with the last answer.
+// sends the next FETCH before the caller has finished with the last answer,
+// and FetchRange keeps several FETCHes of consecutive byte ranges in flight
+// (ranges.go).
 type SimpleConsumer struct {
 	addr    string
 	timeout time.Duration
