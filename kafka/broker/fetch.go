@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
@@ -53,6 +55,12 @@ func (cn *conn) read(f *protocol.FetchRequest, budget int) (log.Chunk, protocol.
 	l, code := cn.lookup(f.Topic, f.Partition)
 	if l == nil {
 		return log.Chunk{}, code
+	}
+	if !l.InRange(f.Offset) {
+		if cn.b.log.Enabled(context.Background(), slog.LevelDebug) {
+			cn.b.log.Debug("fetch offset out of range", "remote", cn.remote, "topic", f.Topic, "partition", f.Partition, "offset", f.Offset)
+		}
+		return log.Chunk{}, protocol.ErrOffsetOutOfRange
 	}
 	c, err := l.Read(f.Offset, size)
 	switch {

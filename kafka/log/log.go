@@ -351,6 +351,16 @@ func (l *Log) HighWaterMark() int64 { return l.hwm.Load() }
 // LogEndOffset is the offset the next appended message will get.
 func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
 
+// InRange reports whether Read would find offset in range: at or after the
+// first segment's start and at or below the high-water mark. The broker
+// asks it first, so that a fetch past the end, which a consumer's byte
+// ranges sent ahead make when they reach the end (kafka/consumer/ranges.go),
+// is answered without building Read's error for it.
+func (l *Log) InRange(offset int64) bool {
+	segs := *l.segs.Load()
+	return offset >= segs[0].start && offset <= l.hwm.Load()
+}
+
 // dirty reports whether some appended bytes are not yet flushed.
 func (l *Log) dirty() bool { return l.leo.Load() > l.hwm.Load() }
 

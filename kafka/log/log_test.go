@@ -267,6 +267,11 @@ func TestReadBounds(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), l.Dir()) {
 			t.Errorf("error %q does not name the log", err)
 		}
+		// InRange, which the broker asks before Read, agrees with Read on
+		// which offsets are out of range.
+		if in := l.InRange(c.offset); in == errors.Is(err, ErrOffsetOutOfRange) {
+			t.Errorf("InRange(%d) = %v, but Read's error is %v", c.offset, in, err)
+		}
 		ch.Release()
 	}
 }

@@ -79,7 +79,9 @@ func startSink() (*sink.Process, string, error) {
 
 // consumerIterate is the consumer application's loop: PartitionIterator
 // hands out one message at a time, CRC checked, fetching FetchSize bytes
-// from a broker on loopback whenever its buffer runs out. It starts over at
+// from a broker on loopback whenever its buffer runs out (with inFlight 1
+// one fetch at a time, the next sent ahead; above 1, that many byte ranges
+// in flight, as consumer-perf reads: consumer/ranges). It starts over at
 // offset 0 before reaching the end, so it never waits for new messages.
 type consumerIterate struct {
 	inMemory
@@ -90,14 +92,17 @@ type consumerIterate struct {
 	ctx context.Context
 }
 
-func openConsumerIterate(dir string) (Op, error) {
-	lb, end, err := startBroker(dir, 2<<20)
-	if err != nil {
-		return nil, err
+func openConsumerIterate(inFlight int) func(dir string) (Op, error) {
+	return func(dir string) (Op, error) {
+		lb, end, err := startBroker(dir, 2<<20)
+		if err != nil {
+			return nil, err
+		}
+		c := consumer.NewSimpleConsumer(lb.addr(), 30*time.Second)
+		it := consumer.NewPartitionIterator(c, topic, 0, 0, FetchSize)
+		it.InFlight = inFlight
+		return &consumerIterate{lb: lb, c: c, it: it, end: end, ctx: context.Background()}, nil
 	}
-	c := consumer.NewSimpleConsumer(lb.addr(), 30*time.Second)
-	return &consumerIterate{lb: lb, c: c, it: consumer.NewPartitionIterator(c, topic, 0, 0, FetchSize),
-		end: end, ctx: context.Background()}, nil
 }
 
 func (o *consumerIterate) Do() error {

@@ -49,6 +49,7 @@ package hotpath
 
 import (
 	"fmt"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
@@ -96,7 +97,8 @@ func Paths() []Path {
 		{Name: "broker/fetch", Messages: FetchSize / wire, Bytes: FetchSize, Open: openBrokerFetch},
 		{Name: "producer/send-batch1", Messages: 1, Bytes: wire, Open: openSend(1)},
 		{Name: "producer/send-batch50", Messages: 50, Bytes: 50 * wire, Open: openSend(50)},
-		{Name: "consumer/iterate", Messages: 1, Bytes: wire, Open: openConsumerIterate},
+		{Name: "consumer/iterate", Messages: 1, Bytes: wire, Open: openConsumerIterate(1)},
+		{Name: "consumer/ranges", Messages: 1, Bytes: wire, Open: openConsumerIterate(consumer.RangesInFlight)},
 		{Name: "e2e/produce-consume", Messages: e2eMessages, Bytes: e2eMessages * wire, Open: openEndToEnd},
 		{Name: "stream/count-tumbling", Messages: iterateMessages, Bytes: int64(iterateMessages * wire), Open: openStreamCount},
 		{Name: "stream/consume-count", Messages: 1, Bytes: wire, Open: openStreamConsumeCount},
