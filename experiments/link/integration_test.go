@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/kafkarepro/kafkarepro/internal/netns"
 	"io"
 	"net"
 	"os"
@@ -135,7 +136,7 @@ func alive(pid int) bool {
 func waitPids(t *testing.T, ns string, n int) {
 	t.Helper()
 	for range 100 {
-		if pids, _ := Pids(t.Context(), ns); len(pids) >= n {
+		if pids, _ := netns.Pids(t.Context(), ns); len(pids) >= n {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -217,7 +218,7 @@ func TestIntegration_StaleRunCleaned(t *testing.T) {
 		}
 	}
 	s, _ := Names(dead)
-	pids, err := Pids(t.Context(), s.Netns)
+	pids, err := netns.Pids(t.Context(), s.Netns)
 	if err != nil || len(pids) != 1 {
 		t.Fatalf("pids in the crashed run's server host: %v, %v", pids, err)
 	}
@@ -256,7 +257,7 @@ func TestIntegration_Shaped(t *testing.T) {
 	limit := l.Framing.StreamBytesPerSec(spec.BitsPerSec)
 	for _, dir := range []string{"client to server", "server to client"} {
 		var ln net.Listener
-		if err := InNetns(l.Server.Netns, func() (err error) {
+		if err := netns.InNetns(l.Server.Netns, func() (err error) {
 			ln, err = net.Listen("tcp", net.JoinHostPort(l.Server.Addr, "0"))
 			return err
 		}); err != nil {
@@ -265,7 +266,7 @@ func TestIntegration_Shaped(t *testing.T) {
 		var conn net.Conn
 		accepted := make(chan net.Conn, 1)
 		go func() { c, _ := ln.Accept(); accepted <- c }()
-		if err := InNetns(l.Client.Netns, func() (err error) {
+		if err := netns.InNetns(l.Client.Netns, func() (err error) {
 			conn, err = net.Dial("tcp", ln.Addr().String())
 			return err
 		}); err != nil {

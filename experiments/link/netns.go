@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kafkarepro/kafkarepro/internal/netns"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -18,8 +19,7 @@ import (
 
 // Where iproute2 keeps named namespaces, and where our runs keep their locks.
 const (
-	netnsDir = "/run/netns"
-	lockDir  = "/run/krnet"
+	lockDir = "/run/krnet"
 )
 
 // End is one host of a link: its namespace, its end of the veth pair and
@@ -146,7 +146,7 @@ func (l *Link) setUp(ctx context.Context) error {
 			[]string{"ip", "-n", e.Netns, "link", "set", e.Iface, "up"})
 	}
 	for _, st := range steps {
-		if _, err := Run(ctx, st...); err != nil {
+		if _, err := netns.Run(ctx, st...); err != nil {
 			return fmt.Errorf("%w: %w", ErrSetup, err)
 		}
 	}
@@ -170,11 +170,11 @@ func (l *Link) setUp(ctx context.Context) error {
 // 131000); a bucket more than 5% off, or a different rate, is refused. The
 // bucket read back is the link's BurstBytes.
 func (l *Link) shape(ctx context.Context, e End) error {
-	if _, err := Run(ctx, "tc", "-n", e.Netns, "qdisc", "add", "dev", e.Iface, "root", "tbf",
+	if _, err := netns.Run(ctx, "tc", "-n", e.Netns, "qdisc", "add", "dev", e.Iface, "root", "tbf",
 		"rate", l.Spec.TC(), "burst", strconv.FormatInt(l.BurstBytes, 10), "latency", "20ms"); err != nil {
 		return fmt.Errorf("%w: NETWORK=%s (%s): %w", ErrShaping, l.Spec.Name, l.Spec.TC(), err)
 	}
-	out, err := Run(ctx, "tc", "-j", "-n", e.Netns, "qdisc", "show", "dev", e.Iface, "root")
+	out, err := netns.Run(ctx, "tc", "-j", "-n", e.Netns, "qdisc", "show", "dev", e.Iface, "root")
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrShaping, err)
 	}
@@ -202,7 +202,7 @@ func (l *Link) shape(ctx context.Context, e End) error {
 // readFraming reads the veth's MTU and whether both hosts use TCP
 // timestamps (the option is used only when both sides offer it).
 func (l *Link) readFraming(ctx context.Context) (Framing, error) {
-	out, err := Run(ctx, "ip", "-j", "-n", l.Client.Netns, "link", "show", "dev", l.Client.Iface)
+	out, err := netns.Run(ctx, "ip", "-j", "-n", l.Client.Netns, "link", "show", "dev", l.Client.Iface)
 	if err != nil {
 		return Framing{}, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
@@ -214,7 +214,7 @@ func (l *Link) readFraming(ctx context.Context) (Framing, error) {
 	}
 	f := Framing{MTU: links[0].MTU, Timestamps: true}
 	for _, e := range []End{l.Server, l.Client} {
-		out, err := Run(ctx, "ip", "netns", "exec", e.Netns, "cat", "/proc/sys/net/ipv4/tcp_timestamps")
+		out, err := netns.Run(ctx, "ip", "netns", "exec", e.Netns, "cat", "/proc/sys/net/ipv4/tcp_timestamps")
 		if err != nil {
 			return Framing{}, fmt.Errorf("%w: %w", ErrSetup, err)
 		}
@@ -246,8 +246,8 @@ func (l *Link) logger() *slog.Logger {
 }
 
 // runs is this package's family of runs: krnet-<id>-srv and -cli, locked in
-// /run/krnet (runs.go).
-var runs = Runs{Prefix: Prefix, LockDir: lockDir, Teardown: teardown, Err: ErrSetup}
+// /run/krnet (internal/netns's Runs).
+var runs = netns.Runs{Prefix: Prefix, LockDir: lockDir, Teardown: teardown, Err: ErrSetup}
 
 // CleanStale removes the namespaces and veth pairs of earlier runs whose
 // lock nobody holds any more (their process died without cleaning up) and
@@ -259,8 +259,8 @@ func CleanStale(ctx context.Context, log *slog.Logger) ([]string, error) {
 	return runs.CleanStale(ctx, log)
 }
 
-func exists(netns string) bool {
-	_, err := os.Stat(filepath.Join(netnsDir, netns))
+func exists(ns string) bool {
+	_, err := os.Stat(filepath.Join(netns.Dir, ns))
 	return err == nil
 }
 
@@ -271,14 +271,14 @@ func teardown(ctx context.Context, id string, log *slog.Logger) error {
 	var errs []error
 	for _, ns := range []string{s.Netns, c.Netns} {
 		if exists(ns) {
-			errs = append(errs, KillAll(ctx, ns, log))
+			errs = append(errs, netns.KillAll(ctx, ns, log))
 		}
 	}
 	// Deleting one end of a veth pair deletes both.
 	for _, e := range []End{s, c} {
 		if exists(e.Netns) {
-			if out, err := Run(ctx, "ip", "-n", e.Netns, "-j", "link", "show", "dev", e.Iface); err == nil && len(bytes.TrimSpace(out)) > 2 {
-				if _, err := Run(ctx, "ip", "-n", e.Netns, "link", "del", e.Iface); err != nil {
+			if out, err := netns.Run(ctx, "ip", "-n", e.Netns, "-j", "link", "show", "dev", e.Iface); err == nil && len(bytes.TrimSpace(out)) > 2 {
+				if _, err := netns.Run(ctx, "ip", "-n", e.Netns, "link", "del", e.Iface); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -286,7 +286,7 @@ func teardown(ctx context.Context, id string, log *slog.Logger) error {
 	}
 	for _, ns := range []string{s.Netns, c.Netns} {
 		if exists(ns) {
-			if _, err := Run(ctx, "ip", "netns", "del", ns); err != nil {
+			if _, err := netns.Run(ctx, "ip", "netns", "del", ns); err != nil {
 				errs = append(errs, err)
 			}
 		}

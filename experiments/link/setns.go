@@ -3,15 +3,11 @@ package link
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/kafkarepro/kafkarepro/internal/netns"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Exec is the command prefix that runs a program on end e's host:
@@ -19,46 +15,14 @@ import (
 // program in place, so the process id a caller starts is the program's.
 func (e End) Exec() []string { return []string{"ip", "netns", "exec", e.Netns} }
 
-// InNetns runs fn on an OS thread switched into namespace netns, for the
-// sockets fn creates there (a socket stays in the namespace it was made
-// in). fn runs on a goroutine of its own, locked to its thread; if the
-// thread cannot be switched back, it is discarded with its goroutine.
-func InNetns(netns string, fn func() error) error {
-	target, err := os.Open(filepath.Join(netnsDir, netns))
-	if err != nil {
-		return fmt.Errorf("link: namespace %s: %w", netns, err)
-	}
-	defer target.Close()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			done <- fmt.Errorf("link: this thread's namespace: %w", err)
-			return // the thread goes with the goroutine
-		}
-		defer orig.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- fmt.Errorf("link: setns %s: %w", netns, err)
-			return
-		}
-		ferr := fn()
-		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		done <- ferr
-	}()
-	return <-done
-}
-
 // FreePort returns a TCP port on addr that nobody listens on now, asked of
-// the kernel inside namespace netns.
-func FreePort(netns, addr string) (int, error) {
+// the kernel inside namespace ns.
+func FreePort(ns, addr string) (int, error) {
 	var port int
-	err := InNetns(netns, func() error {
+	err := netns.InNetns(ns, func() error {
 		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 		if err != nil {
-			return fmt.Errorf("link: free port on %s in %s: %w", addr, netns, err)
+			return fmt.Errorf("link: free port on %s in %s: %w", addr, ns, err)
 		}
 		port = l.Addr().(*net.TCPAddr).Port
 		return l.Close()
@@ -70,7 +34,7 @@ func FreePort(netns, addr string) (int, error) {
 // connection to it from the client host, one byte each way.
 func (l *Link) probe() error {
 	var ln net.Listener
-	if err := InNetns(l.Server.Netns, func() (err error) {
+	if err := netns.InNetns(l.Server.Netns, func() (err error) {
 		ln, err = net.Listen("tcp", net.JoinHostPort(l.Server.Addr, "0"))
 		return err
 	}); err != nil {
@@ -84,7 +48,7 @@ func (l *Link) probe() error {
 			c.Close()
 		}
 	}()
-	return InNetns(l.Client.Netns, func() error {
+	return netns.InNetns(l.Client.Netns, func() error {
 		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
 		if err != nil {
 			return fmt.Errorf("%w: the client host cannot reach %s: %w", ErrSetup, ln.Addr(), err)

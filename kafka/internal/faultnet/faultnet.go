@@ -49,7 +49,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/experiments/link"
+	"github.com/kafkarepro/kafkarepro/internal/netns"
 )
 
 // Prefix starts every namespace and lock this package makes (never experiments/link's krnet-).
@@ -57,10 +57,9 @@ const Prefix = "krft-"
 
 // Where iproute2 keeps named namespaces, and where our runs keep their locks.
 const (
-	netnsDir = "/run/netns"
-	lockDir  = "/run/krft"
-	subnet   = "10.202.0."
-	maskLen  = "/24"
+	lockDir = "/run/krft"
+	subnet  = "10.202.0."
+	maskLen = "/24"
 )
 
 // Host is one machine of the set-up: its name ("zk", "b0", "cli"), its namespace, its address, and the
@@ -182,7 +181,7 @@ func (n *Net) setUp(ctx context.Context) error {
 			[]string{"ip", "-n", h.Netns, "link", "set", h.Iface, "up"})
 	}
 	for _, st := range steps {
-		if _, err := link.Run(ctx, st...); err != nil {
+		if _, err := netns.Run(ctx, st...); err != nil {
 			return fmt.Errorf("%w: %w", ErrSetup, err)
 		}
 	}
@@ -195,7 +194,7 @@ func (n *Net) setUp(ctx context.Context) error {
 func (n *Net) probe() error {
 	first := n.Hosts[0]
 	var ln net.Listener
-	if err := link.InNetns(first.Netns, func() (err error) {
+	if err := netns.InNetns(first.Netns, func() (err error) {
 		ln, err = net.Listen("tcp", net.JoinHostPort(first.Addr, "0"))
 		return err
 	}); err != nil {
@@ -212,7 +211,7 @@ func (n *Net) probe() error {
 		}
 	}()
 	for _, h := range n.Hosts[1:] {
-		err := link.InNetns(h.Netns, func() error {
+		err := netns.InNetns(h.Netns, func() error {
 			var last error
 			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 				if last = echo(ln.Addr().String()); last == nil {
@@ -293,7 +292,7 @@ func (n *Net) Cut(ctx context.Context, h Host, others ...Host) error {
 // Heal removes the rules Cut added to h.
 func (n *Net) Heal(ctx context.Context, h Host) error {
 	for _, chain := range []string{"INPUT", "OUTPUT"} {
-		if _, err := link.Run(ctx, "ip", "netns", "exec", h.Netns, "iptables", "-w", "-F", chain); err != nil {
+		if _, err := netns.Run(ctx, "ip", "netns", "exec", h.Netns, "iptables", "-w", "-F", chain); err != nil {
 			return fmt.Errorf("faultnet: heal %s: %w", h.Name, err)
 		}
 	}
@@ -302,7 +301,7 @@ func (n *Net) Heal(ctx context.Context, h Host) error {
 
 // Rules lists h's iptables rules (iptables -S), for the test log.
 func (n *Net) Rules(ctx context.Context, h Host) (string, error) {
-	out, err := link.Run(ctx, "ip", "netns", "exec", h.Netns, "iptables", "-w", "-S")
+	out, err := netns.Run(ctx, "ip", "netns", "exec", h.Netns, "iptables", "-w", "-S")
 	return strings.TrimSpace(string(out)), err
 }
 
@@ -322,7 +321,7 @@ func (n *Net) Slow(ctx context.Context, h, from Host, rate string) error {
 			"match", "ip", "src", from.Addr+"/32", "flowid", "1:20"),
 	}
 	for _, st := range steps {
-		if _, err := link.Run(ctx, st...); err != nil {
+		if _, err := netns.Run(ctx, st...); err != nil {
 			return fmt.Errorf("faultnet: slow %s→%s to %s: %w", from.Name, h.Name, rate, errors.Join(err, n.Unslow(ctx, h)))
 		}
 	}
@@ -331,14 +330,14 @@ func (n *Net) Slow(ctx context.Context, h, from Host, rate string) error {
 
 // Unslow removes the qdisc Slow put on the bridge's port toward h (nothing if there is none).
 func (n *Net) Unslow(ctx context.Context, h Host) error {
-	out, err := link.Run(ctx, "tc", "-n", n.Bridge, "qdisc", "show", "dev", h.Port, "root")
+	out, err := netns.Run(ctx, "tc", "-n", n.Bridge, "qdisc", "show", "dev", h.Port, "root")
 	if err != nil {
 		return fmt.Errorf("faultnet: unslow %s: %w", h.Name, err)
 	}
 	if !bytes.Contains(out, []byte("htb")) {
 		return nil
 	}
-	if _, err := link.Run(ctx, "tc", "-n", n.Bridge, "qdisc", "del", "dev", h.Port, "root"); err != nil {
+	if _, err := netns.Run(ctx, "tc", "-n", n.Bridge, "qdisc", "del", "dev", h.Port, "root"); err != nil {
 		return fmt.Errorf("faultnet: unslow %s: %w", h.Name, err)
 	}
 	return nil
@@ -347,7 +346,7 @@ func (n *Net) Unslow(ctx context.Context, h Host) error {
 // Qdisc is tc -s qdisc show of the bridge's port toward h (what was sent, dropped and queued), for the
 // test log.
 func (n *Net) Qdisc(ctx context.Context, h Host) string {
-	q, _ := link.Run(ctx, "tc", "-s", "-n", n.Bridge, "qdisc", "show", "dev", h.Port)
+	q, _ := netns.Run(ctx, "tc", "-s", "-n", n.Bridge, "qdisc", "show", "dev", h.Port)
 	return strings.TrimSpace(string(q))
 }
 
@@ -384,8 +383,8 @@ func (n *Net) Close() error {
 }
 
 // runs is this package's family of namespace runs (krft-<id>-<host>, locked in /run/krft): how a run is
-// locked, found after a crash, emptied of processes and removed is experiments/link's Runs.
-var runs = link.Runs{Prefix: Prefix, LockDir: lockDir, Teardown: teardown, Err: ErrSetup}
+// locked, found after a crash, emptied of processes and removed is internal/netns's Runs.
+var runs = netns.Runs{Prefix: Prefix, LockDir: lockDir, Teardown: teardown, Err: ErrSetup}
 
 // CleanStale removes the namespaces of earlier runs whose lock nobody holds any more (their process died
 // without cleaning up), stopping the processes left in them, and returns the namespaces it removed. Runs
@@ -399,7 +398,7 @@ func CleanStale(ctx context.Context, log *slog.Logger) ([]string, error) {
 
 // namespaces lists the namespaces of run id that exist, the bridge's last.
 func namespaces(id string) []string {
-	all := link.Namespaces(Prefix + id + "-")
+	all := netns.Namespaces(Prefix + id + "-")
 	br := Prefix + id + "-br"
 	out := slices.DeleteFunc(slices.Clone(all), func(ns string) bool { return ns == br })
 	if len(out) < len(all) {
@@ -414,10 +413,10 @@ func teardown(ctx context.Context, id string, log *slog.Logger) error {
 	nss := namespaces(id)
 	var errs []error
 	for _, ns := range nss {
-		errs = append(errs, link.KillAll(ctx, ns, log))
+		errs = append(errs, netns.KillAll(ctx, ns, log))
 	}
 	for _, ns := range nss {
-		if _, err := link.Run(ctx, "ip", "netns", "del", ns); err != nil {
+		if _, err := netns.Run(ctx, "ip", "netns", "del", ns); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/experiments/link"
+	"github.com/kafkarepro/kafkarepro/internal/netns"
 )
 
 func TestCreateRefusesBadNames(t *testing.T) {
@@ -71,7 +71,7 @@ func TestIntegration_CleanStaleRemovesACrashedRun(t *testing.T) {
 	go func() { _ = sleeper.Wait(); close(done) }()
 	// ip switches namespace and then execs sleep: wait until the process is inside.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if pids, _ := link.Pids(ctx, a.Netns); slices.Contains(pids, sleeper.Process.Pid) {
+		if pids, _ := netns.Pids(ctx, a.Netns); slices.Contains(pids, sleeper.Process.Pid) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -95,7 +95,7 @@ func TestIntegration_CleanStaleRemovesACrashedRun(t *testing.T) {
 		t.Error("the crashed run's process still runs")
 	}
 	for _, ns := range []string{crashed.Bridge, a.Netns} {
-		if _, err := os.Stat(filepath.Join(netnsDir, ns)); err == nil {
+		if _, err := os.Stat(filepath.Join(netns.Dir, ns)); err == nil {
 			t.Errorf("namespace %s of the crashed run is still there", ns)
 		}
 	}

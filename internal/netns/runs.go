@@ -1,4 +1,13 @@
-package link
+// Package netns holds what every family of network-namespace set-ups on
+// this machine shares: running a command, running Go code inside a
+// namespace, finding and emptying a run's namespaces, and the per-run lock
+// that tells a live run from one a crash left behind. The §5 harness's
+// links (experiments/link: two hosts and a shaped link) and replication's
+// fault tests (kafka/internal/faultnet: hosts on a bridge, cut off with
+// iptables, slowed with tc) are two such families; both import this
+// package, so that neither the system's tests depend on the experiments
+// nor the other way round.
+package netns
 
 import (
 	"bytes"
@@ -19,11 +28,11 @@ import (
 
 // Runs is one family of network-namespace set-ups on this machine: every
 // namespace of run <id> is named Prefix+<id>+"-"+<host>, and the run is alive
-// while a process holds LockDir/<id>.lock. This package's links are one family
-// (krnet-*, /run/krnet); replication's network fault tests are another
-// (kafka/internal/faultnet: krft-*, /run/krft). What a run is made of differs;
-// how a run is locked, found after a crash, emptied of processes and removed
-// is the same, and is here.
+// while a process holds LockDir/<id>.lock. The harness's links are one family
+// (experiments/link: krnet-*, /run/krnet); replication's network fault tests
+// are another (kafka/internal/faultnet: krft-*, /run/krft). What a run is made
+// of differs; how a run is locked, found after a crash, emptied of processes
+// and removed is the same, and is here.
 type Runs struct {
 	Prefix  string // "krnet-"
 	LockDir string // "/run/krnet"
@@ -34,7 +43,7 @@ type Runs struct {
 }
 
 // errLocked: another process holds the run's lock (it is alive).
-var errLocked = errors.New("link: run is alive")
+var errLocked = errors.New("netns: run is alive")
 
 // Lock opens and locks LockDir/<id>.lock. With wait it waits for the lock;
 // without, it returns errLocked when another process holds it. A lock file
@@ -86,7 +95,7 @@ func (r Runs) Namespaces(id string) []string { return Namespaces(r.Prefix + id +
 // prefix, in name order.
 func Namespaces(prefix string) []string {
 	var out []string
-	ents, _ := os.ReadDir(netnsDir)
+	ents, _ := os.ReadDir(Dir)
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), prefix) {
 			out = append(out, e.Name())
@@ -101,7 +110,7 @@ func Namespaces(prefix string) []string {
 // alive are left alone.
 func (r Runs) CleanStale(ctx context.Context, log *slog.Logger) ([]string, error) {
 	ids := map[string]bool{}
-	ents, _ := os.ReadDir(netnsDir)
+	ents, _ := os.ReadDir(Dir)
 	for _, e := range ents {
 		if rest, ok := strings.CutPrefix(e.Name(), r.Prefix); ok {
 			if i := strings.LastIndexByte(rest, '-'); i > 0 {
@@ -163,7 +172,7 @@ func KillAll(ctx context.Context, ns string, log *slog.Logger) error {
 			}
 		}
 	}
-	return fmt.Errorf("link: processes %v in %s survived SIGKILL", pids, ns)
+	return fmt.Errorf("netns: processes %v in %s survived SIGKILL", pids, ns)
 }
 
 // Pids lists the processes inside namespace ns (ip netns pids).
