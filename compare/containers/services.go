@@ -2,6 +2,7 @@ package containers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -15,6 +16,8 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // spec is how one service runs in a container.
@@ -92,6 +95,7 @@ func (p *Provider) spec(service, dir, zkAddr string) (spec, error) {
 		}
 		sp.binds = []string{data + ":" + kafkaDataPath}
 		sp.wait = []wait.Strategy{wait.ForListeningPort("9092/tcp")}
+		sp.ready = kafkaServing
 		sp.dataDir = filepath.Join(data, "kafka-logs")
 	case "activemq":
 		// docker/activemq/start.sh installs compare/config/activemq (KahaDB,
@@ -144,6 +148,31 @@ func zkServing(ctx context.Context, addr string) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("zookeeper at %s not serving: %s: %w", addr, last, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// kafkaServing waits until the broker at addr answers a request (OFFSETS
+// of a topic nobody uses: any answer, error code or not, is the broker's).
+// A broker that refused its configuration and exited at once can pass the
+// port check and even the container's state check a moment before it
+// exits; behind a published port Docker's proxy accepts connections for a
+// process that is gone, but none of them gets an answer.
+func kafkaServing(ctx context.Context, addr string) error {
+	var last error
+	for {
+		c := consumer.NewSimpleConsumer(addr, time.Second)
+		_, err := c.GetOffsetsBefore("kafka-repro-ready", 0, protocol.OffsetsLatest, 1)
+		c.Close()
+		var code protocol.ErrorCode
+		if err == nil || errors.As(err, &code) {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kafka at %s not serving: %v: %w", addr, last, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
