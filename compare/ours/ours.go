@@ -199,20 +199,23 @@ func (s *System) Consume(ctx context.Context, spec compare.ConsumeSpec) (compare
 	var bytes int64
 	idle := 0
 	// Consecutive byte ranges, consumer.RangesInFlight of them in flight
-	// (kafka/consumer/ranges.go): Ranges hands out whole messages and keeps
-	// the part of one that ends a range for the next.
+	// (kafka/consumer/ranges.go): Ranges hands out what it fetched and
+	// keeps what Validate found no whole message in (the part of one that
+	// ends a range) for the next.
 	rs := consumer.NewRanges(spec.Topic, 0, off, FetchSize, consumer.RangesInFlight)
+	valid := 0
 	for got < int64(spec.Messages) {
 		if ctx.Err() != nil {
 			return compare.Result{Messages: got}, fmt.Errorf("ours: consume %s at offset %d after %d messages: %w", spec.Topic, off, got, ctx.Err())
 		}
-		set, base, err := rs.Next(sc)
+		set, base, err := rs.Next(sc, valid)
 		if err != nil {
 			return compare.Result{Messages: got}, fmt.Errorf("ours: consume %s after %d messages: %w", spec.Topic, got, err)
 		}
 		off = base
 		// §3.3: every message's CRC is checked.
-		valid, count, err := message.Validate(set)
+		var count int
+		valid, count, err = message.Validate(set)
 		if err != nil {
 			return compare.Result{Messages: got}, fmt.Errorf("ours: consume %s at offset %d: %w", spec.Topic, off+int64(valid), err)
 		}

@@ -56,9 +56,6 @@ type PartitionIterator struct {
 	it   message.DeepIterator // over the last fetched set, wrappers unpacked into its reused buffer
 	base int64                // offset of that set's first byte
 
-	msg     message.Message
-	off     int64
-	next    int64
 	err     error
 	fetches int64
 
@@ -87,8 +84,6 @@ func (p *PartitionIterator) SeekTo(offset int64) {
 	p.it.Reset(nil, offset)
 	p.base = offset
 	p.err = nil
-	p.msg = nil
-	p.off, p.next = offset, offset
 }
 
 // Next advances to the next message, fetching and, when caught up, waiting
@@ -96,6 +91,13 @@ func (p *PartitionIterator) SeekTo(offset int64) {
 // on a fetch error, a corrupt message or a CRC mismatch (see Err); after
 // that only SeekTo resumes.
 func (p *PartitionIterator) Next(ctx context.Context) bool {
+	// The hot path: the next message of a run the iterator has checked.
+	return p.it.NextChecked() || p.wait(ctx)
+}
+
+// wait is the rest of Next: the other messages of the set, then fetching,
+// and backing off when caught up.
+func (p *PartitionIterator) wait(ctx context.Context) bool {
 	if p.err != nil {
 		return false
 	}
@@ -139,6 +141,11 @@ func (p *PartitionIterator) Next(ctx context.Context) bool {
 // Poll is Next without waiting: it fetches at most once, and returns false
 // with a nil Err when the iterator has caught up with the flushed end.
 func (p *PartitionIterator) Poll() bool {
+	return p.it.NextChecked() || p.poll()
+}
+
+// poll is the rest of Poll.
+func (p *PartitionIterator) poll() bool {
 	if p.err != nil {
 		return false
 	}
@@ -164,7 +171,7 @@ func (p *PartitionIterator) fetch() (got bool, err error) {
 		if p.ranges == nil {
 			p.ranges = NewRanges(p.topic, p.partition, from, p.fetchSize, p.InFlight)
 		}
-		set, from, err = p.ranges.Next(p.c)
+		set, from, err = p.ranges.Next(p.c, p.it.Consumed())
 	} else {
 		set, err = p.c.FetchAhead(p.topic, p.partition, from, p.fetchSize)
 	}
@@ -191,28 +198,31 @@ func (p *PartitionIterator) fetchOffset() int64 { return p.base + int64(p.it.Con
 
 // nextBuffered moves to the next message already fetched, if any.
 func (p *PartitionIterator) nextBuffered() bool {
-	if !p.it.Next() {
-		if err := p.it.Err(); err != nil {
-			p.err = fmt.Errorf("consumer: %s-%d: %w", p.topic, p.partition, err)
-		}
-		return false
+	if p.it.Next() {
+		return true
 	}
-	p.msg, p.off, p.next = p.it.Message(), p.it.Offset(), p.it.NextOffset()
-	return true
+	if err := p.it.Err(); err != nil {
+		p.err = fmt.Errorf("consumer: %s-%d: %w", p.topic, p.partition, err)
+	}
+	return false
 }
 
-// Message is the current message (header included).
-func (p *PartitionIterator) Message() message.Message { return p.msg }
+// Message is the current message (header included), after a Next or Poll
+// that reported true.
+func (p *PartitionIterator) Message() message.Message { return p.it.Message() }
 
 // Payload is the current message's payload.
-func (p *PartitionIterator) Payload() []byte { return p.msg.Payload() }
+func (p *PartitionIterator) Payload() []byte { return p.it.Message().Payload() }
 
-// Offset is the current message's offset.
-func (p *PartitionIterator) Offset() int64 { return p.off }
+// Offset is the current message's offset, after a Next or Poll that
+// reported true.
+func (p *PartitionIterator) Offset() int64 { return p.it.Offset() }
 
 // NextOffset is the offset to resume from after the current message: the
-// value a consumer commits.
-func (p *PartitionIterator) NextOffset() int64 { return p.next }
+// value a consumer commits. After a Next or Poll that reported false, it
+// is the offset after the last message handed out (at a bad message, that
+// message's own).
+func (p *PartitionIterator) NextOffset() int64 { return p.it.Resume() }
 
 // Err is what stopped Next, nil otherwise.
 func (p *PartitionIterator) Err() error { return p.err }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
@@ -153,22 +152,23 @@ func (c *SimpleConsumer) dropRanges() {
 }
 
 // Ranges reads one partition as consecutive byte ranges (FetchRange, depth
-// in flight) and hands out whole messages: the part of a message that ends
-// a range is kept at the front of its buffer and completed by the next
-// one, so a message may also be larger than the fetch size. The zero value
-// is not usable; see NewRanges.
+// in flight) and hands out the bytes at hand, for the caller to walk; the
+// caller says at the next call how many of them it used (its whole
+// messages), and the rest, the part of a message that ended a range, is
+// kept at the front of the buffer and completed by the next range. So a
+// message may also be larger than the fetch size. The zero value is not
+// usable; see NewRanges.
 type Ranges struct {
 	topic     string
 	partition int32
 	size      int32
 	depth     int
 
-	buf     []byte // bytes fetched and not yet handed out, from offset base
+	buf     []byte // bytes fetched and not yet used, from offset base
 	base    int64
-	whole   int   // bytes at the front of buf handed out by the last Next
+	handed  bool  // buf is the set the last Next returned, whose used bytes the next call drops
 	next    int64 // offset of the first byte not fetched yet
 	fetched int   // bytes the last Next brought
-	checked bool  // the first message after the last seek has been looked at
 }
 
 // NewRanges reads topic/partition from offset (a message boundary),
@@ -182,16 +182,25 @@ func NewRanges(topic string, partition int32, offset int64, fetchSize int32, dep
 // SeekTo moves to offset (a message boundary); the ranges in flight are
 // dropped by the next fetch, which asks for another offset.
 func (r *Ranges) SeekTo(offset int64) {
-	r.buf, r.base, r.whole, r.next, r.checked = r.buf[:0], offset, 0, offset, false
+	r.buf, r.base, r.next, r.handed = r.buf[:0], offset, offset, false
 }
 
-// Next fetches the next range with c and returns the whole messages now at
-// hand and the offset of the first; an empty set means caught up. The set
-// is valid until the next call. A length field no message can have, or a
-// message larger than any response, is an error: fetching on cannot help.
-func (r *Ranges) Next(c *SimpleConsumer) (set []byte, base int64, err error) {
-	tail := copy(r.buf, r.buf[r.whole:])
-	r.buf, r.base, r.whole = r.buf[:tail], r.base+int64(r.whole), 0
+// Next drops the first used bytes of the last set it returned (the whole
+// messages the caller walked; ignored after a seek or a failed Next, which
+// returned no set), fetches the next range
+// with c, and returns the bytes now at hand and the offset of the first;
+// the set may end inside a message, and an empty one means caught up. It
+// is valid until the next call. A first header no message can have (an
+// offset inside a message, or a length beyond any response) is an error,
+// ErrNotMessageStart: fetching on cannot help. A message longer than the
+// range is not: the next ranges complete it.
+func (r *Ranges) Next(c *SimpleConsumer, used int) (set []byte, base int64, err error) {
+	if !r.handed {
+		used = 0
+	}
+	used = min(max(used, 0), len(r.buf))
+	tail := copy(r.buf, r.buf[used:])
+	r.buf, r.base, r.handed = r.buf[:tail], r.base+int64(used), false
 	r.fetched = 0
 	buf, err := c.FetchRange(r.buf, r.topic, r.partition, r.next, r.size, r.depth)
 	if err != nil {
@@ -200,18 +209,9 @@ func (r *Ranges) Next(c *SimpleConsumer) (set []byte, base int64, err error) {
 	r.fetched = len(buf) - tail
 	r.next += int64(r.fetched)
 	r.buf = buf
-	r.whole = message.Framed(buf)
-	if (r.whole == 0 || !r.checked) && len(buf) > 0 {
-		// The first bytes after a seek, or bytes that hold no whole
-		// message: a header no message can have (an offset inside a
-		// message, or a length beyond any response) is ErrNotMessageStart,
-		// as for Fetch. A message longer than the range is not an error
-		// here: the next range completes it.
-		r.checked = true
-		if err := checkStart(buf, r.base, math.MaxInt32); err != nil {
-			r.whole = 0
-			return nil, r.base, fmt.Errorf("consumer: %s-%d at offset %d: %w", r.topic, r.partition, r.base, err)
-		}
+	if err := checkStart(buf, r.base, math.MaxInt32); err != nil {
+		return nil, r.base, fmt.Errorf("consumer: %s-%d at offset %d: %w", r.topic, r.partition, r.base, err)
 	}
-	return buf[:r.whole], r.base, nil
+	r.handed = true
+	return buf, r.base, nil
 }

@@ -192,6 +192,11 @@ func TestIteratorStopsAtBadCRC(t *testing.T) {
 	if want := fmt.Sprintf("offset %d", bad); !bytes.Contains([]byte(it.Err().Error()), []byte(want)) {
 		t.Fatalf("error %q does not name %q", it.Err(), want)
 	}
+	// What a consumer would commit is the bad message's own offset, not
+	// the one after it: nothing is passed over unseen (§3.3).
+	if it.NextOffset() != int64(bad) {
+		t.Fatalf("NextOffset after the bad message %d, want its offset %d", it.NextOffset(), bad)
+	}
 }
 
 func TestFetchReportsMessageLargerThanFetchSize(t *testing.T) {

@@ -18,9 +18,8 @@ import (
 type Iterator struct {
 	set  []byte
 	base int64 // offset of set[0]
-	pos  int   // start of the next message in set
+	pos  int   // start of the next message in set, and end of the current one
 	cur  int   // start of the current message
-	end  int   // end of the current message
 	err  error
 }
 
@@ -54,60 +53,73 @@ func (it *Iterator) Next() bool {
 		return false // partial tail
 	}
 	it.cur = it.pos
-	it.end = it.pos + size
-	it.pos = it.end
+	it.pos += size
 	return true
 }
 
-// nextPlain is Next for the message the consumer's loop meets nearly
-// always, in one function with no further calls but the CRC's: a whole
-// uncompressed message (magic 0, or magic 1 with an attributes byte of 0)
-// whose CRC is right. It advances and reports true for such a message
-// only; for anything else (a partial tail, a wrapper, a bad message) it
-// leaves the iterator where it was and reports false, and Next and its
-// callers' checks decide, as they would have without it.
-func (it *Iterator) nextPlain() bool {
-	rest := it.set[it.pos:]
-	if it.err != nil || len(rest) < HeaderSizeV1 {
-		return false
+// skipPlain moves the iterator over the run of messages plainPrefix takes
+// (whole, uncompressed, CRC right) and returns how many it passed; the
+// current message is then an empty one. The validating loops below call it
+// before each Next, which then meets only the messages plainPrefix leaves
+// to the full checks.
+func (it *Iterator) skipPlain() int {
+	if it.err != nil {
+		return 0
 	}
-	n := int(int32(byteOrder.Uint32(rest)))
-	var hdr int
-	switch {
-	case rest[LengthSize] == MagicV1 && rest[LengthSize+1] == 0 && n >= minBodyV1:
-		hdr = HeaderSizeV1
-	case rest[LengthSize] == MagicV0 && n >= minBodyV0:
-		hdr = HeaderSizeV0
-	default:
-		return false
+	n, count := plainPrefix(it.set[it.pos:], len(it.set))
+	if count > 0 {
+		it.pos += n
+		it.cur = it.pos
 	}
-	end := LengthSize + n
-	if end > len(rest) || crc32.ChecksumIEEE(rest[hdr:end]) != byteOrder.Uint32(rest[hdr-4:]) {
-		return false
-	}
-	it.cur, it.end = it.pos, it.pos+end
-	it.pos = it.end
-	return true
+	return count
 }
 
-// advance is Next for the validating loops: plain reports that nextPlain
-// took the message (whole, uncompressed, CRC right), so nothing is left to
-// check of it.
-func (it *Iterator) advance() (ok, plain bool) {
-	if it.nextPlain() {
-		return true, true
+// PlainPrefix is the length of the longest prefix of set made of whole
+// uncompressed messages (magic 0, or magic 1 with an attributes byte of 0)
+// whose CRCs are right. It checks them in one tight loop, the CRC its only
+// call, so that an iterator can then hand them out by their length fields
+// alone (DeepIterator does); whatever stops it (a partial tail, a wrapper,
+// a bad message) is left to the iterator's full checks.
+func PlainPrefix(set []byte) int {
+	n, _ := plainPrefix(set, len(set))
+	return n
+}
+
+// plainPrefix is PlainPrefix that stops at the first message boundary at or
+// past atLeast bytes, and also counts the messages.
+func plainPrefix(set []byte, atLeast int) (n, count int) {
+	pos := 0
+	for pos < atLeast && len(set)-pos >= HeaderSizeV1 {
+		rest := set[pos:]
+		n := int(byteOrder.Uint32(rest))
+		hdr := HeaderSizeV0
+		switch {
+		case rest[LengthSize] == MagicV1 && rest[LengthSize+1] == 0 && n >= minBodyV1:
+			hdr = HeaderSizeV1
+		case rest[LengthSize] != MagicV0 || n < minBodyV0:
+			return pos, count
+		}
+		end := LengthSize + n
+		if end > len(rest) {
+			break
+		}
+		if crc := byteOrder.Uint32(rest[hdr-4:]); crc32.ChecksumIEEE(rest[hdr:end]) != crc {
+			break
+		}
+		pos += end
+		count++
 	}
-	return it.Next(), false
+	return pos, count
 }
 
 // Message is the current message; valid until the set's buffer is reused.
-func (it *Iterator) Message() Message { return Message(it.set[it.cur:it.end:it.end]) }
+func (it *Iterator) Message() Message { return Message(it.set[it.cur:it.pos:it.pos]) }
 
 // Offset is the offset of the current message.
 func (it *Iterator) Offset() int64 { return it.base + int64(it.cur) }
 
 // NextOffset is the offset just after the current message: Offset()+4+N.
-func (it *Iterator) NextOffset() int64 { return it.base + int64(it.end) }
+func (it *Iterator) NextOffset() int64 { return it.base + int64(it.pos) }
 
 // Err is the error that stopped Next, nil at a clean end or a partial tail.
 func (it *Iterator) Err() error { return it.err }
@@ -124,8 +136,8 @@ func (it *Iterator) Remaining() int { return len(it.set) - it.pos }
 // corrupt message or a CRC mismatch is, and valid stops before it.
 func Validate(set []byte) (valid int, count int, err error) {
 	it := NewIterator(set, 0)
-	for ok, plain := it.advance(); ok; ok, plain = it.advance() {
-		if m := it.Message(); !plain && !m.Valid() {
+	for count += it.skipPlain(); it.Next(); count += it.skipPlain() {
+		if m := it.Message(); !m.Valid() {
 			return it.cur, count, fmt.Errorf("%w at offset %d (stored %08x)", ErrChecksum, it.cur, m.Checksum())
 		}
 		count++
