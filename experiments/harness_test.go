@@ -14,6 +14,7 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/paper"
+	"golang.org/x/sys/unix"
 )
 
 // fakeSystem counts messages at a fixed pace; failAfter > 0 makes it fail
@@ -354,5 +355,35 @@ func TestReadMachineLoad(t *testing.T) {
 	s := MachineLoad{Avg1: 1.2, Avg5: 0.9, Avg15: 0.75, PageCacheMB: 1696}.String()
 	if s != "load average: 1.20, 0.90, 0.75, page cache 1,696 MB" {
 		t.Errorf("String = %q", s)
+	}
+}
+
+// Resident reads the page-cache state of a folder's files by mincore(2):
+// a file just written is resident, and after its pages are dropped with
+// POSIX_FADV_DONTNEED (synced first) it is not.
+func TestResident(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seg.log")
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, total, err := Resident(dir)
+	if err != nil || total != 1<<20 || res != total {
+		t.Fatalf("just written: %d of %d bytes resident, %v; want all of 1 MiB", res, total, err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	res, total, err = Resident(dir)
+	if err != nil || total != 1<<20 || res > total/4 {
+		t.Fatalf("dropped: %d of %d bytes resident, %v; want (nearly) none", res, total, err)
 	}
 }

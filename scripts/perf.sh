@@ -20,7 +20,7 @@
 #                                          `strace -f -c` (write system calls per request)
 #   PROFILE_DIR=dir         --profile-dir  CPU profiles of the broker and every tool run
 #   OUT_DIR=dir             --out-dir      keep every tool's full output there
-#   PHASES="b50 b1 consumer" --phases      which runs, in this order (consumer reads
+#   PHASES="b50 consumer b1" --phases      which runs, in this order (consumer reads
 #                                          perf50, so it needs b50 before it)
 # Further arguments go to the command as they are.
 set -euo pipefail
@@ -29,7 +29,7 @@ GO=${GO:-go}
 export GO
 
 args=(--messages "${MESSAGES:-10000000}" --message-size "${MESSAGE_SIZE:-200}"
-	--fetch-size "${FETCH_SIZE:-307200}" --phases "${PHASES:-b50 b1 consumer}")
+	--fetch-size "${FETCH_SIZE:-307200}" --phases "${PHASES:-b50 consumer b1}")
 [[ -n ${PERF_B1_MESSAGES:-} ]] && args+=(--b1-messages "$PERF_B1_MESSAGES")
 [[ ${STRACE:-0} == 1 ]] && args+=(--strace)
 [[ -n ${PROFILE_DIR:-} ]] && args+=(--profile-dir "$PROFILE_DIR")
