@@ -5,10 +5,12 @@
 //	go run ./experiments/cmd/ceiling --messages 10000000 --rounds 3
 //	go run ./experiments/cmd/ceiling --messages 2000000 --ours=false   # the probes alone
 //
-// A round runs the three probes, then `make perf`'s command
-// (experiments/cmd/perf: a broker process through compare/kafkaproc,
-// producer-perf batch 50 and 1, consumer-perf), so that each fraction sets
-// side by side figures measured minutes apart on the same machine. With
+// A round runs the three probes (batch 1, batch 50, consumer), then `make
+// perf`'s command (experiments/cmd/perf: a broker process through
+// compare/kafkaproc, producer-perf batch 50, consumer-perf, producer-perf
+// batch 1), so that each fraction sets side by side figures measured
+// seconds (batch 50, the consumer) to a minute (batch 1) apart on the same
+// machine. With
 // --drop-cache (as root) every round starts by writing 1 to
 // /proc/sys/vm/drop_caches, and every line names the page cache and the
 // load average.
@@ -111,7 +113,10 @@ func measure(ctx context.Context, o options, w io.Writer) error {
 			}
 		}
 		fmt.Fprintf(w, "== round %d of %d (%s)\n", round, o.rounds, experiments.ReadMachineLoad())
-		for _, p := range pairs {
+		// The probes in reverse (batch 1, batch 50, consumer), so that the
+		// two that make perf runs first (batch 50, then the consumer) follow
+		// their probes by seconds rather than minutes.
+		for _, p := range slices.Backward(pairs) {
 			n := o.messages
 			if p.probe == ceiling.Batch1 {
 				n = o.b1Messages

@@ -92,7 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	compression := fs.Int("compression-messages", -1, "messages per codec of the compression experiment (default: --messages, at most 1,000,000; 0 skips it)")
 	latency := fs.Duration("latency-seconds", -1, "paced phase per flush setting of figure 7, the latency experiment (default 20s, 4s with --quick; 0 skips it)")
 	fs.IntVar(&o.latencyRate, "latency-rate", 0, "figure 7's producer rate in msg/s (0: half our batch-1 producer's rate in this run)")
-	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the machine's ceiling (experiments/ceiling) after our tests, for REPORT.md")
+	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the machine's ceiling (experiments/ceiling) right after our tests, for REPORT.md")
 	var err error
 	if err = fs.Parse(args); err != nil {
 		return o, err
@@ -234,14 +234,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "reproduce: %d messages of %d bytes; systems %s; services %s; network %s (%s); output %s; %s\n",
 		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), network.Setup, network.Hosts, o.out, loadStart)
-	reports, runErr := experiments.Run(ctx, cfg, targets)
+	// The ceiling's probes run right after our own tests, before the other
+	// systems' (minutes of them at full scale), so that each of our figures
+	// and the ceiling that bounds it are measured as close together as the
+	// run allows.
+	var reports []experiments.SystemReport
+	var runErr error
+	var ceilingRows []experiments.CeilingRow
+	var ceilingErr error
+	for i, t := range targets {
+		var r []experiments.SystemReport
+		r, runErr = experiments.Run(ctx, cfg, []experiments.Target{t})
+		reports = append(reports, r...)
+		if runErr != nil {
+			break
+		}
+		if o.ceiling && o.systems[i] == "kafka" {
+			ceilingRows, ceilingErr = measureCeiling(ctx, o, stderr)
+		}
+	}
 	sum := experiments.NewSummary(cfg, reports, fig)
 	if o.ceiling && slices.Contains(o.systems, "kafka") && runErr == nil {
-		rows, err := measureCeiling(ctx, o, stderr)
-		if err != nil {
-			sum.Errors = append(sum.Errors, "ceiling: "+err.Error())
+		if ceilingErr != nil {
+			sum.Errors = append(sum.Errors, "ceiling: "+ceilingErr.Error())
 		}
-		experiments.AttachCeiling(sum, rows)
+		experiments.AttachCeiling(sum, ceilingRows)
 	}
 	if o.compression > 0 && runErr == nil {
 		fmt.Fprintf(stderr, "reproduce: compression experiment, %d messages per codec\n", o.compression)
@@ -396,8 +413,9 @@ func runCompression(ctx context.Context, host localsvc.Host, n int, stderr io.Wr
 
 // measureCeiling runs the three probes of the machine's ceiling with the
 // run's message count (at least 1,000,000, so that a quick run's probes
-// last more than their start), right after our tests, so that REPORT.md can
-// set each of our figures beside what bounds it.
+// last more than their start), right after our tests and before the other
+// systems', so that REPORT.md can set each of our figures beside what
+// bounds it.
 func measureCeiling(ctx context.Context, o options, stderr io.Writer) ([]experiments.CeilingRow, error) {
 	dir, err := os.MkdirTemp("", "reproduce-ceiling.")
 	if err != nil {
