@@ -69,22 +69,26 @@ func consumerPerf(args []string, std stdio) error {
 		tt.labelTenths() // per-tenth samples: go tool pprof -tagfocus tenth=N
 	}
 	lastData := t0
-	for got < *n {
-		// Poll checks every message's CRC (§3.3) and fetches when needed.
-		if !it.Poll() {
+	total := *n
+	for got < total {
+		// Read up to the next mark of the tenths, the progress line or the
+		// clock, in a loop of its own (pollRun) that keeps only its count
+		// and sum live across each Poll.
+		k, b := pollRun(it, max(1, min(total-got, 1024-got%1024, tt.nextAt-got, rep.due-got)))
+		if k == 0 {
 			if err := it.Err(); err != nil {
 				return err
 			}
 			if time.Since(lastData) > *idle {
-				return fmt.Errorf("only %d of %d messages after waiting %v for more (end offset %d)", got, *n, *idle, it.NextOffset())
+				return fmt.Errorf("only %d of %d messages after waiting %v for more (end offset %d)", got, total, *idle, it.NextOffset())
 			}
 			time.Sleep(5 * time.Millisecond)
 			continue
 		}
-		got++
-		payloadBytes += int64(len(it.Payload()))
+		got += k
+		payloadBytes += b
 		tt.observe(got)
-		if got&1023 == 0 {
+		if got%1024 == 0 {
 			lastData = time.Now()
 			if size == 0 {
 				size = int(payloadBytes / got)
@@ -107,4 +111,16 @@ func consumerPerf(args []string, std stdio) error {
 		"first_tenth", whole(tt.rate(0)), "last_tenth", whole(tt.rate(9)), "last_over_first", sig4(tt.ratio()),
 		"fetches", it.Fetches(), "allocs_per_msg", round3(float64(readAllocs)/float64(got))))
 	return nil
+}
+
+// pollRun reads at most limit messages with Poll, which checks every CRC
+// (§3.3) and fetches when needed, and returns how many it read and their
+// payload bytes: fewer than limit when Poll has nothing more for now, or
+// failed (see it.Err).
+func pollRun(it *consumer.PartitionIterator, limit int64) (n, payloadBytes int64) {
+	for n < limit && it.Poll() {
+		n++
+		payloadBytes += int64(len(it.Payload()))
+	}
+	return n, payloadBytes
 }
