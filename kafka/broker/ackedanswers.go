@@ -12,138 +12,253 @@ import (
 // §6 synchronous model), which takes a follower fetch round trip and the followers' next fetch. Waiting
 // for that on the connection's goroutine would leave the next request of a producer that keeps several in
 // flight (max.in.flight.requests.per.connection) unread in the socket until then: its sets would reach the
-// followers one round trip each. So the connection appends each acks=-1 produce as it reads it and hands
-// the wait to the connection's answerer, which waits for the commits in arrival order and writes the
-// answers in that order (docs/PROTOCOL.md §4: a connection's answers come in the order of its requests).
-// Any other request that is answered first waits until every answer queued before it is written, so the
-// order holds across request types too. With one request in flight, as the §5 producer sends, the bytes
-// on the wire are the same as before; only the goroutine that writes the answer differs.
+// followers one round trip each. So the connection appends each acks=-1 produce as it reads it and queues
+// its answer on the connection's answerer, which writes the answers in the order of their requests
+// (docs/PROTOCOL.md §4: a connection's answers come in the order of its requests) as their sets are
+// committed. Any other request that is answered first waits until every answer queued before it is
+// written, so the order holds across request types too. With one request in flight, as the §5 producer
+// sends, the bytes on the wire are the same as before; only the goroutine that writes the answer differs.
+//
+// Who writes: the goroutine that settles the oldest answer, as it settles it. A commit happens on the
+// goroutine that serves the follower fetch which moved the high watermark (replication.Partition.Watch
+// runs the answerer's pump there), a produce to a partition of one in-sync replica is committed by its own
+// append, and an answer whose request timeout passes is written by the timer's goroutine. None of them
+// waits for the producer's socket: what it does not take at once is left to the answerer's goroutine,
+// which waits for the socket. Before (until 2026-12-01) the answerer's goroutine waited for every commit
+// and wrote every answer, one goroutine wake-up per commit on the path of each acks=-1 answer
+// (docs/PERFORMANCE.md, figure 6).
 
 // maxQueuedAnswers bounds the acks=-1 answers a connection holds; a client pipelining more waits (its
-// next request is not read) until the oldest is written.
+// next request is not read) until the oldest is answered.
 const maxQueuedAnswers = 16
 
-// answerer writes a connection's acks=-1 answers, in order, from its own goroutine.
+// answerer holds a connection's acks=-1 answers until their sets are committed, and writes them in order.
 type answerer struct {
-	q       chan pendingAnswer
-	pending sync.WaitGroup // queued answers not written yet
-	abort   chan struct{}  // closed when the connection ends: waits give up
-	done    chan struct{}
-	out     []byte
+	cn     *conn
+	pumpFn func() // a.pump(false), bound once
 
-	mu  sync.Mutex
-	err error // the first failed write: the connection closes
+	mu      sync.Mutex
+	q       []pendingAnswer // waiting for their commits, oldest first
+	out     []byte          // answers taken from q, in order, not written yet
+	writing bool            // a goroutine is writing a.out: one at a time, so answers leave in order
+	closed  bool            // the connection is ending: nothing more is written
+	err     error           // the first failed write: the connection closes
+	timerAt time.Time       // the deadline timer is set for (zero: stopped)
+	timer   *time.Timer     // pumps at the oldest answer's request timeout
+
+	watched map[*replication.Partition]func() // partitions whose changes pump a, and their unwatch; the connection's goroutine only
+	room    chan struct{}                     // one slot: q shrank
+	idle    chan struct{}                     // one slot: nothing queued, held or being written
+	kick    chan struct{}                     // one slot: a.out holds bytes the socket did not take
+	abort   chan struct{}                     // closed when the connection ends
+	done    chan struct{}
 }
 
 // pendingAnswer is one appended acks=-1 produce waiting for its commits.
 type pendingAnswer struct {
 	results  []protocol.ProduceResult
-	waits    []*replication.Partition // nil where nothing waits (refused, or a 0.7 partition)
+	waits    []*replication.Partition // nil where nothing waits (refused, a 0.7 partition, or settled)
 	ends     []int64
 	deadline time.Time
 }
 
-// queueAnswer hands an appended acks=-1 produce to the connection's answerer, starting it on first use.
-func (cn *conn) queueAnswer(pa pendingAnswer) {
-	if cn.ans == nil {
-		cn.ans = &answerer{q: make(chan pendingAnswer, maxQueuedAnswers), abort: make(chan struct{}), done: make(chan struct{})}
-		go cn.ans.run(cn)
+// queueAnswer hands an appended acks=-1 produce to the connection's answerer, starting it on first use. It
+// waits while maxQueuedAnswers are queued, and fails when the connection is ending.
+func (cn *conn) queueAnswer(pa pendingAnswer) error {
+	a := cn.ans
+	if a == nil {
+		a = &answerer{cn: cn, watched: map[*replication.Partition]func(){}, room: make(chan struct{}, 1),
+			idle: make(chan struct{}, 1), kick: make(chan struct{}, 1), abort: make(chan struct{}), done: make(chan struct{})}
+		a.pumpFn = func() { a.pump(false) }
+		a.timer = time.AfterFunc(time.Hour, a.pumpFn)
+		a.timer.Stop()
+		cn.ans = a
+		go a.run()
 	}
-	cn.ans.pending.Add(1)
-	cn.ans.q <- pa
+	for _, p := range pa.waits {
+		if p != nil && a.watched[p] == nil {
+			a.watched[p] = p.Watch(a.pumpFn)
+		}
+	}
+	for {
+		a.mu.Lock()
+		if a.err != nil || a.closed {
+			err := a.err
+			a.mu.Unlock()
+			if err == nil {
+				err = errAnswererClosed
+			}
+			return err
+		}
+		if len(a.q) < maxQueuedAnswers {
+			a.q = append(a.q, pa)
+			a.mu.Unlock()
+			break
+		}
+		a.mu.Unlock()
+		select {
+		case <-a.room:
+		case <-cn.b.stopping:
+			return errAnswererClosed
+		}
+	}
+	a.pump(false) // settled already (an ISR of one), or the timer is to be set
+	return nil
 }
 
 // drainAnswers waits until every queued answer is written, and returns the error of a failed write (which
 // closes the connection).
 func (cn *conn) drainAnswers() error {
-	if cn.ans == nil {
+	a := cn.ans
+	if a == nil {
 		return nil
 	}
-	cn.ans.pending.Wait()
-	cn.ans.mu.Lock()
-	defer cn.ans.mu.Unlock()
-	return cn.ans.err
-}
-
-// stopAnswers ends the answerer as the connection ends: waits still running give up, and nothing more is
-// written.
-func (cn *conn) stopAnswers() {
-	if cn.ans == nil {
-		return
-	}
-	close(cn.ans.abort)
-	close(cn.ans.q)
-	<-cn.ans.done
-}
-
-// run answers the queued produces in order. Answers that are ready together (one follower fetch committed
-// several sets) go out in one write, which the producer's buffered reader takes in one read.
-func (a *answerer) run(cn *conn) {
-	defer close(a.done)
-	held := 0 // answers in a.out, not written yet
 	for {
-		var pa pendingAnswer
-		var ok bool
+		a.mu.Lock()
+		err, idle := a.err, len(a.q) == 0 && len(a.out) == 0 && !a.writing
+		a.mu.Unlock()
+		if err != nil || idle {
+			return err
+		}
 		select {
-		case pa, ok = <-a.q:
-		default:
-			a.write(cn, held) // nothing more queued now: send what is ready
-			held = 0
-			pa, ok = <-a.q
+		case <-a.idle:
+		case <-cn.b.stopping:
+			return errAnswererClosed
 		}
-		if !ok {
-			a.write(cn, held)
-			return
-		}
-		if held > 0 && !pa.ready() {
-			a.write(cn, held) // the next waits: send what is ready first
-			held = 0
-		}
-		for i, p := range pa.waits {
-			if p != nil {
-				pa.results[i].Error = p.WaitCommittedOr(pa.ends[i], time.Until(pa.deadline), a.abort)
-			}
-		}
-		if held == 0 {
-			a.out = a.out[:0]
-		}
-		a.out = protocol.AppendAckedProduceResponse(a.out, pa.results)
-		held++
 	}
 }
 
-// ready reports whether every set of pa is committed already (or its leader gone).
-func (pa *pendingAnswer) ready() bool {
-	for i, p := range pa.waits {
-		if p != nil && !p.CommittedNow(pa.ends[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// write sends the n answers held in a.out, unless the connection is ending or a write failed.
-func (a *answerer) write(cn *conn, n int) {
-	if n == 0 {
+// stopAnswers ends the answerer as the connection ends: nothing more is written, the answers still queued
+// are dropped (nobody is left to read them), and the partitions no longer pump it.
+func (cn *conn) stopAnswers() {
+	a := cn.ans
+	if a == nil {
 		return
 	}
 	a.mu.Lock()
-	failed := a.err != nil
+	a.closed = true
+	a.timer.Stop()
 	a.mu.Unlock()
-	select {
-	case <-a.abort:
-		failed = true
-	default:
+	for _, unwatch := range a.watched {
+		unwatch()
 	}
-	if !failed {
-		if err := cn.send.write(a.out, false); err != nil {
-			a.mu.Lock()
-			a.err = err
-			a.mu.Unlock()
-			cn.c.Close() // the connection's reader fails and ends it
+	close(a.abort)
+	<-a.done
+}
+
+// run is the answerer's goroutine: it finishes the writes the socket did not take at once, waiting for it.
+func (a *answerer) run() {
+	defer close(a.done)
+	for {
+		select {
+		case <-a.kick:
+			a.pump(true)
+		case <-a.abort:
+			return
 		}
 	}
-	for range n {
-		a.pending.Done()
+}
+
+// pump writes every answer at the head of the queue whose sets are settled (committed, refused, or past
+// the request's timeout), in order, in one write for those ready together, and goes on while more become
+// ready meanwhile. wait says whether it may wait for the socket (the answerer's goroutine); otherwise what
+// the socket does not take is left to that goroutine. One goroutine writes at a time: a pump that finds
+// another writing leaves the answers to it, which looks again when its write is done.
+func (a *answerer) pump(wait bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for !a.writing && !a.closed && a.err == nil {
+		a.settle()
+		if len(a.out) == 0 {
+			break
+		}
+		a.writing = true
+		buf := a.out
+		a.mu.Unlock()
+		var n int
+		var err error
+		if wait {
+			n, err = len(buf), a.cn.send.write(buf, false)
+		} else {
+			n, err = a.cn.send.tryWrite(buf)
+		}
+		a.mu.Lock()
+		a.writing = false
+		if err != nil {
+			a.err = err
+			a.cn.c.Close() // the connection's reader fails and ends it
+			break
+		}
+		a.out = a.out[:copy(a.out, a.out[n:])]
+		if len(a.out) > 0 {
+			signal(a.kick) // the socket is full: the answerer's goroutine waits for it
+			break
+		}
+	}
+	if a.err != nil || a.closed || len(a.q) == 0 && len(a.out) == 0 && !a.writing {
+		signal(a.idle)
+		signal(a.room)
+	}
+	a.armTimer()
+}
+
+// settle moves the answers at the head of the queue whose sets are all settled into a.out. a.mu is held.
+func (a *answerer) settle() {
+	var now time.Time
+	took := 0
+	for took < len(a.q) {
+		pa := &a.q[took]
+		ready := true
+		for i, p := range pa.waits {
+			if p == nil {
+				continue
+			}
+			code, done := p.Committed(pa.ends[i])
+			if !done {
+				if now.IsZero() {
+					now = time.Now()
+				}
+				if now.Before(pa.deadline) {
+					ready = false
+					break
+				}
+				code = protocol.ErrRequestTimedOut
+			}
+			pa.results[i].Error, pa.waits[i] = code, nil
+		}
+		if !ready {
+			break
+		}
+		a.out = protocol.AppendAckedProduceResponse(a.out, pa.results)
+		took++
+	}
+	if took > 0 {
+		n := copy(a.q, a.q[took:])
+		clear(a.q[n:])
+		a.q = a.q[:n]
+		signal(a.room)
+	}
+}
+
+// armTimer sets the timer for the oldest queued answer's request timeout. a.mu is held.
+func (a *answerer) armTimer() {
+	if len(a.q) == 0 || a.closed {
+		if !a.timerAt.IsZero() {
+			a.timer.Stop()
+			a.timerAt = time.Time{}
+		}
+		return
+	}
+	if d := a.q[0].deadline; !d.Equal(a.timerAt) {
+		a.timer.Reset(time.Until(d))
+		a.timerAt = d
+	}
+}
+
+// signal fills ch's one slot unless it is full already.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }

@@ -56,9 +56,8 @@ func (cn *conn) handleAckedProduce(body []byte) error {
 	if a.Acks == protocol.AcksAll && slices.ContainsFunc(waits, func(p *replication.Partition) bool { return p != nil }) {
 		// Answered by the connection's answerer once committed, in order; the next request is read
 		// meanwhile (ackedanswers.go).
-		cn.queueAnswer(pendingAnswer{results: results, waits: waits, ends: ends,
+		return cn.queueAnswer(pendingAnswer{results: results, waits: waits, ends: ends,
 			deadline: time.Now().Add(time.Duration(max(a.TimeoutMs, 0)) * time.Millisecond)})
-		return nil
 	}
 	if err := cn.drainAnswers(); err != nil {
 		return err

@@ -9,3 +9,8 @@ var ErrConfig = errors.New("broker: bad configuration")
 // errMemoryClosed: a request was not read because the broker is shutting
 // down while it waited for the request memory budget (memory.go).
 var errMemoryClosed = errors.New("broker: shutting down, request not read")
+
+// errAnswererClosed: an acks=-1 produce was not queued for its answer, or
+// the answers queued before a request were not all written, because the
+// connection or the broker is ending (ackedanswers.go).
+var errAnswererClosed = errors.New("broker: connection ending, acks=-1 answers not written")

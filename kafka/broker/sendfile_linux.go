@@ -33,6 +33,7 @@ type sender struct {
 	// state of the operation in progress
 	buf    []byte
 	flags  int
+	noWait bool // write: give up at EAGAIN instead of waiting (tryWrite)
 	file   int
 	off    int64
 	remain int64
@@ -69,6 +70,21 @@ func (s *sender) write(p []byte, more bool) error {
 	return nil
 }
 
+// tryWrite sends what of p the socket takes now, without waiting for it to
+// become writable: n < len(p) with no error means it is full.
+func (s *sender) tryWrite(p []byte) (n int, err error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.buf, s.flags, s.err, s.noWait = p, unix.MSG_NOSIGNAL, nil, true
+	err = s.rc.Write(s.writeFn)
+	n, s.buf, s.noWait = len(p)-len(s.buf), nil, false
+	if err == nil && s.err != nil {
+		err = fmt.Errorf("broker: send %d-byte response: %w", len(p), s.err)
+	}
+	return n, err
+}
+
 // writeStep runs with the socket's descriptor; false means "wait until the
 // socket is writable and call me again".
 func (s *sender) writeStep(fd uintptr) bool {
@@ -79,7 +95,7 @@ func (s *sender) writeStep(fd uintptr) bool {
 			s.buf = s.buf[n:]
 		case unix.EINTR:
 		case unix.EAGAIN:
-			return false
+			return s.noWait
 		default:
 			s.err = err
 			return true

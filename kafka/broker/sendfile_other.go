@@ -32,3 +32,10 @@ func (s *sender) sendFile(f *os.File, pos, n int64) error {
 	_, err := io.Copy(s.c, io.NewSectionReader(f, pos, n))
 	return err
 }
+
+// tryWrite is write here: the portable fallback has no write that does not
+// wait, so the caller's goroutine waits for the socket.
+func (s *sender) tryWrite(p []byte) (int, error) {
+	n, err := s.c.Write(p)
+	return n, err
+}

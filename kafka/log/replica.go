@@ -122,6 +122,26 @@ func (l *Log) WriteOut() error {
 	return l.drainLocked(segs[len(segs)-1], 0)
 }
 
+// WriteOutTo is WriteOut when some byte before end is still only in the
+// write buffer, and does nothing when the file already holds everything
+// before end. A leader answering an acks=-1 produce calls it: the follower
+// fetches that committed the set had it written out already (ReadUpTo), and
+// the sets appended since stay buffered for the next one write, instead of
+// one write per answer.
+func (l *Log) WriteOutTo(end int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return fmt.Errorf("%w: write out %s", ErrClosed, l.dir)
+	}
+	segs := *l.segs.Load()
+	active := segs[len(segs)-1]
+	if end <= active.start+l.written {
+		return nil
+	}
+	return l.drainLocked(active, 0)
+}
+
 // TruncateTo removes every byte from offset on, which must be a message
 // boundary in [log start, log end offset]: segments starting at or past it
 // are deleted, the one holding it is cut and fsynced, and the log end offset

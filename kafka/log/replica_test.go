@@ -145,3 +145,52 @@ func TestAppendReplicaPrefix(t *testing.T) {
 	mustFlush(t, l)
 	checkMessages(t, readAll(t, l, 0, 1<<20), 0, 0, 6, size)
 }
+
+// WriteOutTo puts the bytes before end in the segment file (so they survive
+// the process dying, docs/PROTOCOL.md §10), and leaves bytes appended after
+// an end the file already holds in the write buffer: an acks=-1 answer does
+// not cost a write of its own once a follower fetch wrote its set out.
+func TestWriteOutToWritesOnlyWhatIsNotInTheFile(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.FlushInterval, cfg.FlushIntervalMs = 0, 0
+	l := openReplicaLog(t, cfg)
+	fileSize := func() int64 {
+		t.Helper()
+		segs := *l.segs.Load()
+		fi, err := segs[len(segs)-1].file.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	first := message.AppendV0(nil, []byte("first"))
+	if _, err := l.Append(first); err != nil {
+		t.Fatal(err)
+	}
+	end := int64(len(first))
+	if got := fileSize(); got != 0 {
+		t.Fatalf("file holds %d bytes before any write out", got)
+	}
+	if err := l.WriteOutTo(end); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(); got != end {
+		t.Fatalf("after WriteOutTo(%d) the file holds %d bytes", end, got)
+	}
+	second := message.AppendV0(nil, []byte("second"))
+	if _, err := l.Append(second); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WriteOutTo(end); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(); got != end {
+		t.Fatalf("WriteOutTo(%d) of bytes already in the file wrote the later set: the file holds %d bytes", end, got)
+	}
+	if err := l.WriteOutTo(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(); got != l.LogEndOffset() {
+		t.Fatalf("after WriteOutTo(log end %d) the file holds %d bytes", l.LogEndOffset(), got)
+	}
+}

@@ -489,6 +489,7 @@ func (m *Manager) Close() error {
 			p.broadcastLocked()
 		}
 		p.mu.Unlock()
+		p.notify()
 	}
 	m.checkpoint()
 	return nil

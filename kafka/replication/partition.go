@@ -37,7 +37,14 @@ type Partition struct {
 
 	isLeader atomic.Bool
 	hw       atomic.Int64
+
+	watchers  atomic.Pointer[[]*watcher] // replaced on Watch and unwatch, never modified
+	watchMu   sync.Mutex                 // one Watch or unwatch at a time
+	notifyDue atomic.Bool                // the HW, the ISR or leadership changed: run the watchers (notify)
 }
+
+// watcher is a function Watch registered.
+type watcher struct{ fn func() }
 
 // waiter is a REPLICA_FETCH held for replica.fetch.min.bytes: its channel (one slot) is signalled once the
 // log end offset reaches need, not at every append before that.
@@ -94,6 +101,7 @@ func (p *Partition) visibleEnd() int64 { return min(p.hw.Load(), p.log.HighWater
 // becomeLeader applies a LEADER_AND_ISR that makes this broker the leader. A new epoch is recorded at the
 // log end offset: the first message this leader writes belongs to it.
 func (p *Partition) becomeLeader(s protocol.PartitionState, controllerEpoch int32) error {
+	defer p.notify()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	was := p.isLeader.Load() && p.leaderEpoch == s.LeaderEpoch
@@ -118,6 +126,7 @@ func (p *Partition) becomeLeader(s protocol.PartitionState, controllerEpoch int3
 // becomeFollower applies a LEADER_AND_ISR naming another leader (or none). Waiting producers are woken: they
 // answer NotLeaderForPartition.
 func (p *Partition) becomeFollower(s protocol.PartitionState, controllerEpoch int32) {
+	defer p.notify()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.applyLocked(s, controllerEpoch)
@@ -135,10 +144,53 @@ func (p *Partition) applyLocked(s protocol.PartitionState, controllerEpoch int32
 	p.replicas, p.isr = slices.Clone(s.Replicas), slices.Clone(s.ISR)
 }
 
-// broadcastLocked wakes everyone waiting on the HW.
+// broadcastLocked wakes everyone waiting on the HW, and has the watchers run once the lock is released
+// (notify).
 func (p *Partition) broadcastLocked() {
 	close(p.hwCh)
 	p.hwCh = make(chan struct{})
+	p.notifyDue.Store(true)
+}
+
+// Watch registers fn to run after every change that may settle a wait for a commit (WaitCommitted): the
+// HW moving, the ISR changing, this broker ceasing to lead. fn runs on the goroutine that made the change,
+// once it has released the partition's lock, so it may call the partition's methods, and it must not
+// block: a leader's connection answers its acks=-1 produces from there (kafka/broker/ackedanswers.go),
+// without waking a goroutine of its own for each commit. The returned func unregisters fn.
+func (p *Partition) Watch(fn func()) (unwatch func()) {
+	w := &watcher{fn: fn}
+	p.watchMu.Lock()
+	var next []*watcher
+	if cur := p.watchers.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, w)
+	p.watchers.Store(&next)
+	p.watchMu.Unlock()
+	return func() {
+		p.watchMu.Lock()
+		defer p.watchMu.Unlock()
+		cur := p.watchers.Load()
+		if cur == nil {
+			return
+		}
+		next := slices.DeleteFunc(slices.Clone(*cur), func(x *watcher) bool { return x == w })
+		p.watchers.Store(&next)
+	}
+}
+
+// notify runs the watchers if the HW, the ISR or leadership changed since they last ran. It is called
+// after p.mu is released by whoever may have changed them; whoever finds the change due runs them, after
+// every change made before it looked.
+func (p *Partition) notify() {
+	if !p.notifyDue.Load() || !p.notifyDue.Swap(false) {
+		return
+	}
+	if ws := p.watchers.Load(); ws != nil {
+		for _, w := range *ws {
+			w.fn()
+		}
+	}
 }
 
 // maybeRaiseHWLocked moves the HW to the smallest LEO over the ISR, never back. A follower that has not
@@ -205,6 +257,7 @@ func (p *Partition) Append(set []byte, acks int16) (offset, end int64, code prot
 		}
 	}
 	p.mu.Unlock()
+	p.notify()
 	return offset, end, protocol.ErrNone, nil
 }
 
@@ -222,23 +275,9 @@ func (p *Partition) CommittedNow(end int64) bool { return !p.isLeader.Load() || 
 func (p *Partition) WaitCommittedOr(end int64, timeout time.Duration, abort <-chan struct{}) protocol.ErrorCode {
 	var timer *time.Timer
 	for {
-		p.mu.Lock()
-		leader, hw, n, ch := p.isLeader.Load(), p.hw.Load(), len(p.isr), p.hwCh
-		p.mu.Unlock()
-		switch {
-		case !leader:
-			return protocol.ErrNotLeaderForPartition
-		case hw >= end && n < p.m.cfg.MinInsyncReplicas:
-			return protocol.ErrNotEnoughReplicasAfterAppend
-		case hw >= end:
-			// In the file before the answer (Append's doc); a follower's fetch has mostly done it already.
-			if err := p.log.WriteOut(); err != nil {
-				if errors.Is(err, log.ErrStorage) {
-					return protocol.ErrKafkaStorage
-				}
-				return protocol.ErrUnknown
-			}
-			return protocol.ErrNone
+		code, done, ch := p.committed(end)
+		if done {
+			return code
 		}
 		if timer == nil {
 			timer = time.NewTimer(timeout)
@@ -252,6 +291,41 @@ func (p *Partition) WaitCommittedOr(end int64, timeout time.Duration, abort <-ch
 			return protocol.ErrRequestTimedOut
 		}
 	}
+}
+
+// Committed is WaitCommitted without the wait: done reports whether the set ending at end is settled
+// (committed, or never to be: this broker no longer leads), and code is its answer then. A caller that
+// waits for done learns of the changes that settle it through Watch.
+func (p *Partition) Committed(end int64) (code protocol.ErrorCode, done bool) {
+	if p.isLeader.Load() && p.hw.Load() < end {
+		return protocol.ErrNone, false // the common case, without the lock
+	}
+	code, done, _ = p.committed(end)
+	return code, done
+}
+
+// committed is Committed, with the channel that is closed at the next change of the HW or the ISR.
+func (p *Partition) committed(end int64) (protocol.ErrorCode, bool, <-chan struct{}) {
+	p.mu.Lock()
+	leader, hw, n, ch := p.isLeader.Load(), p.hw.Load(), len(p.isr), p.hwCh
+	p.mu.Unlock()
+	switch {
+	case !leader:
+		return protocol.ErrNotLeaderForPartition, true, ch
+	case hw >= end && n < p.m.cfg.MinInsyncReplicas:
+		return protocol.ErrNotEnoughReplicasAfterAppend, true, ch
+	case hw >= end:
+		// In the file before the answer (Append's doc); the follower fetches that committed it have
+		// written it out as a rule (Log.ReadUpTo), and what was appended after it stays buffered.
+		if err := p.log.WriteOutTo(end); err != nil {
+			if errors.Is(err, log.ErrStorage) {
+				return protocol.ErrKafkaStorage, true, ch
+			}
+			return protocol.ErrUnknown, true, ch
+		}
+		return protocol.ErrNone, true, ch
+	}
+	return protocol.ErrNone, false, ch
 }
 
 // ReadForConsumer is a FETCH on the leader: bytes up to min(HW, flushed end).
@@ -341,6 +415,7 @@ func (p *Partition) followerAt(id int32, offset int64, answering bool, epochs []
 	p.maybeRaiseHWLocked()
 	hw = p.hw.Load()
 	p.mu.Unlock()
+	p.notify()
 	if expand {
 		p.m.changeISR(p, func(cur []int32) []int32 {
 			if slices.Contains(cur, id) {
@@ -461,6 +536,7 @@ func countMessages(l *log.Log, from, to int64, limit int) int {
 
 // applyISR installs an ISR this leader has written to ZooKeeper (with the node's new version).
 func (p *Partition) applyISR(epoch int32, isr []int32, version int32) bool {
+	defer p.notify()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.isLeader.Load() || p.leaderEpoch != epoch {
