@@ -43,9 +43,7 @@ func TestReplicationBounds(t *testing.T) {
 	x := ReplicationResult{Mode: ReplicationModes()[3], MeanMs: 1, CPUMeasured: true,
 		Test: TestResult{Msgs: 1_000_000, Seconds: 2.5, MsgPerS: 1_000_000, SendMsgPerS: 400_000},
 		CPU:  []ProcessCPU{{Name: "producer", RunSeconds: 0.5}, {Name: "broker 0", RunSeconds: 0.3}, {Name: "broker 1", RunSeconds: 0.1}, {Name: "broker 2", RunSeconds: 0.1}}}
-	if x.Mode.InFlight != 16 {
-		t.Fatalf("mode %s has %d in flight, the test assumes 16", x.Mode.Name, x.Mode.InFlight)
-	}
+	x.Mode.InFlight = 16 // the arithmetic below; ReplicationInFlight may differ
 	s := replicationBound(x, 2, 50)
 	for _, want := range []string{"16 in flight / 1.00 ms mean latency = at most 800,000 msg/s, sent 400,000 (50% of it)",
 		"1.00 µs of CPU per message, so 2 cores allow at most 2,000,000 msg/s (50% reached)"} {
