@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,51 @@ func TestIntegration_InFlightOrderAcrossALeaderChange(t *testing.T) {
 	}
 	if len(order) > 0 {
 		t.Errorf("out of send order: %s", strings.Join(order, "; "))
+	}
+}
+
+// A producer that pipelines acks=-1 produces and does not read its answers for a while fills its socket: the
+// answers the socket does not take are left to the connection's answerer goroutine, which waits for the
+// socket (kafka/broker/ackedanswers.go), while the connection stops reading requests once maxQueuedAnswers
+// wait. Once the producer reads, every answer arrives, in request order, none lost or doubled. An ISR of
+// one commits each set at its append, so the connection's own goroutine finds the socket full first.
+func TestIntegration_AcksAllAnswersOutlastAFullSocket(t *testing.T) {
+	rc := startReplCluster(t, 1, nil)
+	rc.create("full", replication.Assignment{{0}})
+	cl := dialRaw(t, rc.brokers[0].HostPort())
+	if tc, ok := cl.c.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4096) // the broker's answers fill it and its socket's send buffer early
+	}
+	set := message.AppendV0(nil, []byte("x"))
+	req := protocol.AckedProduceRequest{Acks: protocol.AcksAll, TimeoutMs: 30000,
+		Produces: []protocol.ProduceRequest{{Topic: "full", Partition: 0, Messages: set}}}.AppendTo(nil)
+	const n = 12000 // about 420 KB of answers, past the broker's socket buffer (socket.send.buffer, 100 KiB, doubled by the kernel) and ours
+	cl.c.SetDeadline(time.Now().Add(60 * time.Second))
+	wrote := make(chan error, 1)
+	go func() {
+		var wire []byte
+		for range n {
+			wire = append(wire, req...)
+		}
+		_, err := cl.c.Write(wire) // blocks while the broker reads no more
+		wrote <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // nothing read: the broker's writes find the socket full
+	for i := range n {
+		code, payload, buf, err := protocol.ReadResponse(cl.r, cl.rbuf)
+		cl.rbuf = buf
+		if err != nil || code != protocol.ErrNone {
+			t.Fatalf("answer %d of %d: %v, %v", i, n, code, err)
+		}
+		res, err := protocol.DecodeAckedProduceResponse(nil, payload)
+		if err != nil || len(res) != 1 || res[0].Error != protocol.ErrNone {
+			t.Fatalf("answer %d: %+v, %v", i, res, err)
+		}
+		if want := int64(i) * int64(len(set)); res[0].Offset != want {
+			t.Fatalf("answer %d says offset %d; in request order it is %d", i, res[0].Offset, want)
+		}
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
 	}
 }
