@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -203,6 +204,9 @@ func (s *System) Consume(ctx context.Context, spec compare.ConsumeSpec) (compare
 	// keeps what Validate found no whole message in (the part of one that
 	// ends a range) for the next.
 	rs := consumer.NewRanges(spec.Topic, 0, off, FetchSize, consumer.RangesInFlight)
+	// The read is one goroutine, run with consumer.ReaderProcs Ps (the
+	// process's other goroutines, the harness's samplers, share them).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(consumer.ReaderProcs))
 	valid := 0
 	for got < int64(spec.Messages) {
 		if ctx.Err() != nil {

@@ -40,6 +40,18 @@ import (
 // one at a time unless its InFlight says otherwise.
 const RangesInFlight = 4
 
+// ReaderProcs is the GOMAXPROCS the throughput tools read one partition
+// with (consumer-perf's --procs, figure 5's consumer in compare/ours while
+// it reads). Their reading is one goroutine; with a second P, Go's
+// scheduler wakes a thread to look for work each time that goroutine
+// blocks on the socket and is readied again, and on this project's 2-core
+// machine that thread takes its time from the broker serving the fetches.
+// Measured on a quiet machine (docs/PERFORMANCE.md, "plain runs checked
+// ahead"): one P read faster in 6 of 6 alternated pairs (+6 % to +36 %);
+// the consumer probe's reader, which streams without requests, gained
+// nothing from it.
+const ReaderProcs = 1
+
 // FetchRange appends to dst the bytes of topic/partition from offset, at
 // most maxSize of them, as Fetch, and returns the extended slice. When the
 // answer fills maxSize it keeps depth-1 more FETCHes in flight, for the
