@@ -46,7 +46,7 @@ const RangesInFlight = 4
 // scheduler wakes a thread to look for work each time that goroutine
 // blocks on the socket and is readied again, and on this project's 2-core
 // machine that thread takes its time from the broker serving the fetches.
-// Measured on a quiet machine (docs/PERFORMANCE.md, "plain runs checked
+// Measured at a load of 0.7-1.9 (docs/PERFORMANCE.md, "plain runs checked
 // ahead"): one P read faster in 6 of 6 alternated pairs (+6 % to +36 %);
 // the consumer probe's reader, which streams without requests, gained
 // nothing from it.
