@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"sort"
 
@@ -112,15 +113,7 @@ func (l *Log) OffsetsUpTo(t int64, max int, end int64) []int64 {
 // page cache), though not the machine losing power. A follower calls it
 // before it tells its leader how far it has got, and a leader before it
 // acknowledges a produce.
-func (l *Log) WriteOut() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed.Load() {
-		return fmt.Errorf("%w: write out %s", ErrClosed, l.dir)
-	}
-	segs := *l.segs.Load()
-	return l.drainLocked(segs[len(segs)-1], 0)
-}
+func (l *Log) WriteOut() error { return l.WriteOutTo(math.MaxInt64) }
 
 // WriteOutTo is WriteOut when some byte before end is still only in the
 // write buffer, and does nothing when the file already holds everything

@@ -2,7 +2,6 @@ package message
 
 import (
 	"fmt"
-	"hash/crc32"
 	"sync"
 )
 
@@ -151,20 +150,6 @@ func (d *DeepIterator) open() bool {
 	return true
 }
 
-// validPlain reports whether m, a message Iterator accepted (so it holds at
-// least its magic's header), is uncompressed and its CRC is right: one with
-// nothing to unpack. It is Valid and Codec without their switches on the
-// magic.
-func validPlain(m Message) bool {
-	switch m[LengthSize] {
-	case MagicV0:
-		return crc32.ChecksumIEEE(m[HeaderSizeV0:]) == byteOrder.Uint32(m[LengthSize+1:])
-	case MagicV1:
-		return m[LengthSize+1]&codecMask == 0 && crc32.ChecksumIEEE(m[HeaderSizeV1:]) == byteOrder.Uint32(m[LengthSize+2:])
-	}
-	return false
-}
-
 // SkipBad clears the error of a bad message (a CRC mismatch, a wrapper that
 // does not unpack), so that Next goes on with the message after it, and
 // reports whether it could: a set whose framing is broken (Iterator's
@@ -222,10 +207,9 @@ func (d *DeepIterator) Consumed() int { return d.outer.Consumed() }
 func ValidateWholeDeep(set []byte) (count int, err error) {
 	it := NewIterator(set, 0)
 	for count += it.skipPlain(); it.Next(); count += it.skipPlain() {
-		if m := it.Message(); !validPlain(m) {
-			if err := validateOther(m, it.cur); err != nil {
-				return count, err
-			}
+		// What skipPlain left: a wrapper, a bad message, or an empty one.
+		if err := validateOther(it.Message(), it.cur); err != nil {
+			return count, err
 		}
 		count++
 	}
@@ -238,9 +222,9 @@ func ValidateWholeDeep(set []byte) (count int, err error) {
 	return count, nil
 }
 
-// validateOther is ValidateWholeDeep's check of a message at offset that is
-// not a valid magic-0 one: its CRC, and if it is a wrapper, Unpack into a
-// pooled buffer.
+// validateOther is ValidateWholeDeep's check of a message at offset that
+// skipPlain left to it (a wrapper, a bad message, an empty magic-0 one): its
+// CRC, and if it is a wrapper, Unpack into a pooled buffer.
 func validateOther(m Message, offset int) error {
 	if !m.Valid() {
 		return fmt.Errorf("%w at offset %d (stored %08x)", ErrChecksum, offset, m.Checksum())

@@ -91,20 +91,20 @@ func plainPrefix(set []byte, atLeast int) (n, count int) {
 	pos := 0
 	for pos < atLeast && len(set)-pos >= HeaderSizeV1 {
 		rest := set[pos:]
-		n := int(byteOrder.Uint32(rest))
+		body := int(byteOrder.Uint32(rest)) // N: magic, (attributes,) CRC and payload
 		hdr := HeaderSizeV0
 		switch {
-		case rest[LengthSize] == MagicV1 && rest[LengthSize+1] == 0 && n >= minBodyV1:
+		case rest[LengthSize] == MagicV1 && rest[LengthSize+1] == 0 && body >= minBodyV1:
 			hdr = HeaderSizeV1
-		case rest[LengthSize] != MagicV0 || n < minBodyV0:
+		case rest[LengthSize] != MagicV0 || body < minBodyV0:
 			return pos, count
 		}
-		end := LengthSize + n
+		end := LengthSize + body
 		if end > len(rest) {
-			break
+			return pos, count
 		}
 		if crc := byteOrder.Uint32(rest[hdr-4:]); crc32.ChecksumIEEE(rest[hdr:end]) != crc {
-			break
+			return pos, count
 		}
 		pos += end
 		count++

@@ -136,3 +136,48 @@ func TestDeepIteratorPlainRunsAcrossChunks(t *testing.T) {
 		t.Fatalf("after SkipBad: %d messages, err %v, resume %d; want 99, nil, %d", rest, d.Err(), d.Resume(), 1000+len(set))
 	}
 }
+
+// The hot path is real and never hands out an unchecked message: after the
+// first Next of a set of plain messages, NextChecked (lengths only) takes
+// the rest of the first plainChunk bytes on its own, and it stops in front
+// of a message whose CRC is wrong, which Next then reports.
+// 100 V1 messages of 200 bytes are 210 bytes each: the first chunk of
+// 16,384 bytes ends at the first boundary at or past it, 79 × 210 = 16,590,
+// so NextChecked takes messages 1..78 after Next took message 0.
+func TestNextCheckedTakesOnlyCheckedRuns(t *testing.T) {
+	payload := make([]byte, 200)
+	var set []byte
+	for range 100 {
+		set = AppendV1(set, CodecNone, payload)
+	}
+	d := NewDeepIterator(set, 0)
+	if !d.Next() {
+		t.Fatal(d.Err())
+	}
+	taken := 0
+	for d.NextChecked() {
+		taken++
+	}
+	if taken != 78 {
+		t.Fatalf("NextChecked took %d messages after the first Next, want 78 (79 in the first chunk)", taken)
+	}
+	for n := 79; d.Next(); n++ { // the next chunk is checked by Next, then handed out the same way
+		if n >= 100 {
+			t.Fatal("more messages than the set holds")
+		}
+	}
+	bad := append([]byte(nil), set...)
+	bad[40*210+HeaderSizeV1] ^= 1 // a payload byte of message 40
+	d = NewDeepIterator(bad, 0)
+	d.Next()
+	taken = 0
+	for d.NextChecked() {
+		taken++
+	}
+	if taken != 39 {
+		t.Fatalf("NextChecked took %d messages, want the 39 before the bad one", taken)
+	}
+	if d.Next() || !errors.Is(d.Err(), ErrChecksum) || d.Resume() != 40*210 {
+		t.Fatalf("at the bad message: err %v, resume %d; want ErrChecksum at %d", d.Err(), d.Resume(), 40*210)
+	}
+}

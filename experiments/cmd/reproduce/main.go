@@ -242,14 +242,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var runErr error
 	var ceilingRows []experiments.CeilingRow
 	var ceilingErr error
-	for i, t := range targets {
+	for _, t := range targets {
 		var r []experiments.SystemReport
 		r, runErr = experiments.Run(ctx, cfg, []experiments.Target{t})
 		reports = append(reports, r...)
 		if runErr != nil {
 			break
 		}
-		if o.ceiling && o.systems[i] == "kafka" {
+		if o.ceiling && t.Name == "kafka" {
 			ceilingRows, ceilingErr = measureCeiling(ctx, o, stderr)
 		}
 	}
