@@ -154,6 +154,7 @@ func TestRunWritesEverything(t *testing.T) {
 	sum.Run = "test"
 	sum.Services, sum.ServicesWhy = "containers", "auto: Docker 20.10 answered; images: scripts/build-images.sh, 0.7 s"
 	sum.LoadAtStart, sum.LoadAtEnd = &MachineLoad{Avg1: 1.5, PageCacheMB: 100}, &MachineLoad{Avg1: 2.5, PageCacheMB: 200}
+	sum.FreePages = &FreePageReporting{Present: true, Holdable: true, Held: true, MinFreeMs: 300000, MaxWaitingMiB: 16384, Before: "0 ms, 1024 MiB"}
 	dir := t.TempDir()
 	if err := Write(dir, sum, fig); err != nil {
 		t.Fatal(err)
@@ -178,6 +179,9 @@ func TestRunWritesEverything(t *testing.T) {
 	}
 	if back.ServicesWhy != sum.ServicesWhy || back.LoadAtEnd == nil || back.LoadAtEnd.Avg1 != 2.5 {
 		t.Errorf("summary.json: services_why %q, load at the end %+v", back.ServicesWhy, back.LoadAtEnd)
+	}
+	if back.FreePages == nil || *back.FreePages != *sum.FreePages {
+		t.Errorf("summary.json: free page reporting %+v, want %+v", back.FreePages, sum.FreePages)
 	}
 	if len(back.Systems) != 2 || len(back.Averages) != 5 || len(back.Errors) != 0 {
 		t.Errorf("summary.json: %d systems, %d averages, errors %v", len(back.Systems), len(back.Averages), back.Errors)
@@ -209,7 +213,8 @@ func TestRunWritesEverything(t *testing.T) {
 	report, _ := os.ReadFile(filepath.Join(dir, "REPORT.md"))
 	for _, want := range []string{"400,000", "22,000", "| kafka | 50 |", "persistence", "loopback",
 		"Servers: **containers** provider — auto: Docker 20.10 answered; images: scripts/build-images.sh, 0.7 s.",
-		"Machine at the start: load average: 1.50, 0.00, 0.00, page cache 100 MB; at the end: load average: 2.50"} {
+		"Machine at the start: load average: 1.50, 0.00, 0.00, page cache 100 MB; at the end: load average: 2.50",
+		"Free page reporting to the VM's host (docs/PERFORMANCE.md, \"Free page reporting\"): held: freed pages are reported to the host after 300000 ms, at most 16384 MiB waiting (before the run: 0 ms, 1024 MiB)."} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("REPORT.md lacks %q", want)
 		}

@@ -13,20 +13,23 @@ const Ours = "kafka"
 
 // Summary is summary.json: the whole run in one document.
 type Summary struct {
-	Run              string       `json:"run"`
-	Started          time.Time    `json:"started"`
-	Finished         time.Time    `json:"finished"`
-	Seconds          float64      `json:"seconds"`
-	Command          string       `json:"command,omitempty"`
-	Services         string       `json:"services"`               // local or containers
-	ServicesWhy      string       `json:"services_why,omitempty"` // how the provider was chosen (and the images made)
-	LoadAtStart      *MachineLoad `json:"load_at_start,omitempty"`
-	LoadAtEnd        *MachineLoad `json:"load_at_end,omitempty"`
-	Messages         int          `json:"messages"`
-	MessageSize      int          `json:"message_size"`
-	PrefetchMessages int          `json:"prefetch_messages"`
-	PrefetchBytes    int          `json:"prefetch_bytes"`
-	Machine          Machine      `json:"machine"`
+	Run         string       `json:"run"`
+	Started     time.Time    `json:"started"`
+	Finished    time.Time    `json:"finished"`
+	Seconds     float64      `json:"seconds"`
+	Command     string       `json:"command,omitempty"`
+	Services    string       `json:"services"`               // local or containers
+	ServicesWhy string       `json:"services_why,omitempty"` // how the provider was chosen (and the images made)
+	LoadAtStart *MachineLoad `json:"load_at_start,omitempty"`
+	LoadAtEnd   *MachineLoad `json:"load_at_end,omitempty"`
+	// FreePages is the guest's free page reporting during the run (nil in
+	// runs made before the harness looked at it; freepages.go).
+	FreePages        *FreePageReporting `json:"free_page_reporting,omitempty"`
+	Messages         int                `json:"messages"`
+	MessageSize      int                `json:"message_size"`
+	PrefetchMessages int                `json:"prefetch_messages"`
+	PrefetchBytes    int                `json:"prefetch_bytes"`
+	Machine          Machine            `json:"machine"`
 	// Network is how the clients reached the servers (nil in runs made
 	// before the harness could use a link: loopback); Beside is a run of
 	// the same experiments over the other path, set beside this one in

@@ -47,7 +47,7 @@ var pairs = []struct{ probe, ours, what string }{
 
 type options struct {
 	messages, b1Messages, size, rounds int
-	ours, dropCache                    bool
+	ours, dropCache, holdFreed         bool
 	dir                                string
 }
 
@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.ours, "ours", true, "also run our tools (make perf) in every round")
 	fs.BoolVar(&o.dropCache, "drop-cache", false, "drop the page cache before every round (root: echo 1 > /proc/sys/vm/drop_caches)")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "folder for the probes' files")
+	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; experiments.HoldFreedMemory)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -86,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func measure(ctx context.Context, o options, w io.Writer) error {
+	_, restore := experiments.HoldForRun(w, o.holdFreed)
+	defer restore()
 	var perfBin string
 	if o.ours {
 		repo, err := localsvc.RepoDir()
@@ -166,6 +169,7 @@ func runPerf(ctx context.Context, bin string, o options, w io.Writer) (map[strin
 	if o.dropCache {
 		args = append(args, "--drop-cache")
 	}
+	args = append(args, "--hold-freed-memory="+strconv.FormatBool(o.holdFreed))
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = repo
 	var out bytes.Buffer

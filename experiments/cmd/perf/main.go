@@ -58,6 +58,7 @@ type options struct {
 	phases                                []string
 	strace, dropCache                     bool
 	profileDir, outDir                    string
+	holdFreed                             bool
 	bin                                   string // the kafka command to build and run
 }
 
@@ -71,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.fetchSize, "fetch-size", 307200, "consumer bytes per fetch")
 	phases := fs.String("phases", "b50 consumer b1", "which runs, in this order (consumer reads perf50, so it needs b50 before it)")
 	fs.BoolVar(&o.dropCache, "drop-cache", false, "drop the page cache before every producer run (root: sync, then 1 into /proc/sys/vm/drop_caches), so each starts from the same state, except once b50 has written what a later consumer run reads from the page cache, as in §5")
+	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; experiments.HoldFreedMemory), so that a page written again does not cost a host fault")
 	fs.BoolVar(&o.strace, "strace", false, "also run a 100,000-message batch-1 producer under `strace -f -c` (write system calls per request)")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the broker and of every tool run there (broker.prof, producer50.prof, ...)")
 	fs.StringVar(&o.outDir, "out-dir", "", "keep every tool's full output there")
@@ -129,6 +131,8 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 	if !filepath.IsAbs(bin) {
 		bin = filepath.Join(repo, bin)
 	}
+	_, restore := experiments.HoldForRun(w, o.holdFreed)
+	defer restore()
 	say(w, "building %s", o.bin)
 	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
 		return err

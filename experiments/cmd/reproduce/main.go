@@ -60,6 +60,7 @@ type options struct {
 	replot      string
 	compression int // messages per codec of the compression experiment; 0: not run
 	ceiling     bool
+	holdFreed   bool          // experiments.HoldFreedMemory for the run
 	latency     time.Duration // paced phase per flush setting of figure 7; 0: not run
 	latencyRate int           // its producer's rate (0: half our batch-1 producer's)
 	replication int           // messages per mode of figure 6's replication experiment; 0: not run
@@ -92,6 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	compression := fs.Int("compression-messages", -1, "messages per codec of the compression experiment (default: --messages, at most 1,000,000; 0 skips it)")
 	latency := fs.Duration("latency-seconds", -1, "paced phase per flush setting of figure 7, the latency experiment (default 20s, 4s with --quick; 0 skips it)")
 	fs.IntVar(&o.latencyRate, "latency-rate", 0, "figure 7's producer rate in msg/s (0: half our batch-1 producer's rate in this run)")
+	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; experiments.HoldFreedMemory), so that a page written again does not cost a host fault; REPORT.md says which")
 	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the machine's ceiling (experiments/ceiling) right after our tests, for REPORT.md")
 	var err error
 	if err = fs.Parse(args); err != nil {
@@ -192,6 +194,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "reproduce:", err)
 		return 1
 	}
+	// The parameters are the machine's: a run over a link holds them once,
+	// here, and its child (inside a namespace) only reads them.
+	freePages, restore := experiments.ReadFreePageReporting(), func() {}
+	if lnk == nil {
+		freePages, restore = experiments.HoldForRun(stderr, o.holdFreed)
+	}
+	defer restore()
 	if !o.network.IsLoopback() && lnk == nil {
 		return overLink(ctx, o, args, stdout, stderr, logger)
 	}
@@ -292,6 +301,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sum.Command = "reproduce " + strings.Join(args, " ")
 	sum.Services, sum.ServicesWhy = prov.Name(), why
 	sum.LoadAtStart, sum.LoadAtEnd = &loadStart, new(experiments.ReadMachineLoad())
+	sum.FreePages = &freePages
 	sum.Machine = experiments.DescribeMachine(prov.DataRoot())
 	sum.Machine.Network = network.Path
 	sum.Network, sum.Beside = network, beside
