@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,6 +59,41 @@ func TestRangesKeepDepthInFlight(t *testing.T) {
 	}
 	if len(c.ranges) != 2 {
 		t.Fatalf("%d ranges in flight after a full answer, want 2", len(c.ranges))
+	}
+}
+
+// TestRangesTopUpByHalfTheDepth: with 10 in flight (RangesInFlight), the
+// nine ranges ahead of the one being read are topped up only once no more
+// than four are left, five requests in one write: after each FetchRange
+// 9, 8, 7, 6, 5, then 9 again, never fewer than five ahead. Topping up
+// after every answer (9, 9, 9, ...) or losing the depth fails it; every
+// range is still asked once.
+func TestRangesTopUpByHalfTheDepth(t *testing.T) {
+	b := &memBroker{log: setOf(0, 2000)} // 42,000 bytes: 42 ranges of 1,000
+	c := NewSimpleConsumer(b.serve(t), 5*time.Second)
+	t.Cleanup(func() { c.Close() })
+	want := []int{9, 8, 7, 6, 5, 9, 8, 7, 6, 5, 9, 8, 7, 6, 5, 9}
+	var got []int
+	var buf []byte
+	for i := range want {
+		var err error
+		if buf, err = c.FetchRange(buf[:0], "t", 0, int64(i)*1000, 1000, RangesInFlight); err != nil {
+			t.Fatalf("range %d: %v", i, err)
+		}
+		if len(buf) != 1000 {
+			t.Fatalf("range %d: %d bytes, want 1000", i, len(buf))
+		}
+		got = append(got, len(c.ranges))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ranges ahead after each FetchRange: %v, want %v", got, want)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for off, n := range b.asked {
+		if n != 1 {
+			t.Fatalf("range at %d asked %d times, want once", off, n)
+		}
 	}
 }
 
