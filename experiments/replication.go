@@ -158,7 +158,9 @@ func (r *Replication) Result(name string) (ReplicationResult, bool) {
 }
 
 // Checks compares the run with the speed targets: acks=0 on three replicas at least TargetAcks0Ratio of
-// one replica, acks=-1 at least TargetAcksAllRatio. ok is false when one is below (or did not run).
+// one replica, acks=-1 at least TargetAcksAllRatio. ok is false when one is below (or did not run). Each
+// line also gives the most the mode's CPU per message allows against one replica (CPUCeilingRatio), so
+// that a target the machine's cores cannot reach reads as such.
 func (r *Replication) Checks() (lines []string, ok bool) {
 	ok = true
 	for _, c := range []struct {
@@ -166,18 +168,39 @@ func (r *Replication) Checks() (lines []string, ok bool) {
 		target float64
 	}{{"3 replicas, acks=0", TargetAcks0Ratio}, {"3 replicas, acks=-1", TargetAcksAllRatio}} {
 		x, ran := r.Result(c.mode)
+		var line string
 		switch {
 		case !ran || x.Error != "" || x.Ratio == 0:
 			lines = append(lines, fmt.Sprintf("replication %-20s did not run", c.mode))
 			ok = false
+			continue
 		case x.Ratio < c.target:
-			lines = append(lines, fmt.Sprintf("replication %-20s %.2f× of 1 replica: BELOW the target %.2f×", c.mode, x.Ratio, c.target))
+			line = fmt.Sprintf("replication %-20s %.2f× of 1 replica: BELOW the target %.2f×", c.mode, x.Ratio, c.target)
 			ok = false
 		default:
-			lines = append(lines, fmt.Sprintf("replication %-20s %.2f× of 1 replica (target ≥ %.2f×): ok", c.mode, x.Ratio, c.target))
+			line = fmt.Sprintf("replication %-20s %.2f× of 1 replica (target ≥ %.2f×): ok", c.mode, x.Ratio, c.target)
 		}
+		if most := r.CPUCeilingRatio(x); most > 0 {
+			line += fmt.Sprintf("; its CPU per message allows at most %.2f× on %d cores kept busy", most, r.Cores)
+		}
+		lines = append(lines, line)
 	}
 	return lines, ok
+}
+
+// CPUCeilingRatio is the most a mode's rate could be against the 1-replica producer's if the machine's
+// cores were busy all the time with what the mode's processes spend on one message: cores / (CPU seconds
+// per message), over the 1-replica mode's producer rate. Zero where the CPU was not measured.
+func (r *Replication) CPUCeilingRatio(x ReplicationResult) float64 {
+	base, ok := r.Result(ReplicationModes()[0].Name)
+	var run float64
+	for _, c := range x.CPU {
+		run += c.RunSeconds
+	}
+	if !ok || base.Test.SendMsgPerS <= 0 || !x.CPUMeasured || run <= 0 || x.Test.Msgs <= 0 || r.Cores <= 0 {
+		return 0
+	}
+	return float64(r.Cores) / (run / float64(x.Test.Msgs)) / base.Test.SendMsgPerS
 }
 
 // ReplicationConfig is one run of the experiment.

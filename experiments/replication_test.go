@@ -35,6 +35,28 @@ func TestReplicationChecks(t *testing.T) {
 	}
 }
 
+// The most a mode's CPU allows, as a ratio: the 1-replica producer sent 2,000,000 msg/s; acks=0's four
+// processes spent 0.5 + 0.4 + 0.3 + 0.3 = 1.5 s on 1,000,000 messages, 1.5 µs each, so 2 cores allow at
+// most 2 / 1.5 µs = 1,333,333 msg/s, 0.67× of one replica: below the 0.8 target whatever the scheduling.
+func TestReplicationChecksGiveTheCPUCeiling(t *testing.T) {
+	base := ReplicationResult{Mode: ReplicationModes()[0], Ratio: 1, Test: TestResult{SendMsgPerS: 2_000_000}}
+	acks0 := ReplicationResult{Mode: ReplicationModes()[1], Ratio: 0.55, CPUMeasured: true, Test: TestResult{Msgs: 1_000_000},
+		CPU: []ProcessCPU{{RunSeconds: 0.5}, {RunSeconds: 0.4}, {RunSeconds: 0.3}, {RunSeconds: 0.3}}}
+	r := &Replication{Cores: 2, Results: []ReplicationResult{base, acks0}}
+	if got := r.CPUCeilingRatio(acks0); got < 0.6666 || got > 0.6667 {
+		t.Errorf("CPUCeilingRatio = %v, want 0.6667", got)
+	}
+	lines, _ := r.Checks()
+	if want := "replication 3 replicas, acks=0   0.55× of 1 replica: BELOW the target 0.80×; its CPU per message allows at most 0.67× on 2 cores kept busy"; lines[0] != want {
+		t.Errorf("line %q\nwant %q", lines[0], want)
+	}
+	acks0.CPUMeasured = false
+	r.Results[1] = acks0
+	if got := r.CPUCeilingRatio(acks0); got != 0 {
+		t.Errorf("unmeasured CPU: CPUCeilingRatio = %v, want 0", got)
+	}
+}
+
 // What bounds a mode, in the report's words, is arithmetic on what was measured. Little's law: 16 batches of
 // 50 in flight with a mean latency of 1 ms allow at most 16 × 50 / 0.001 s = 800,000 msg/s, and 400,000 sent
 // is 50% of it. CPU: 0.5 + 0.3 + 0.1 + 0.1 = 1.0 s for 1,000,000 messages is 1.00 µs per message, so two cores
