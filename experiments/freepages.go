@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Free page reporting: what a freed page costs on a virtual machine.
@@ -58,6 +59,8 @@ type FreePageReporting struct {
 	// what they were (for the report), set by HoldFreedMemory.
 	Held   bool   `json:"held"`
 	Before string `json:"before,omitempty"`
+	// WarmedMB is what the run wrote and deleted first (WarmFreedMemory).
+	WarmedMB int64 `json:"warmed_mb,omitempty"`
 }
 
 // ReadFreePageReporting reads the parameters; a machine without free page
@@ -106,6 +109,9 @@ func (s FreePageReporting) String() string {
 	}
 	if s.Before != "" {
 		line += " (before the run: " + s.Before + ")"
+	}
+	if s.WarmedMB > 0 {
+		line += fmt.Sprintf("; %d MB written and deleted first, so the run writes into pages the host has mapped", s.WarmedMB)
 	}
 	return line
 }
@@ -156,12 +162,47 @@ func writeParam(name string, val int64) error {
 	return nil
 }
 
+// MaxWarm bounds what a run writes and deletes first (HoldForRun): 8 GiB,
+// half of what HoldFreedMemory lets wait.
+const MaxWarm = 8 << 30
+
+// WarmFreedMemory writes a file of n bytes in dir and deletes it, so that
+// n bytes of the page cache the run is about to fill are pages the host
+// has mapped already: freed by the deletion, they stay in the guest while
+// the parameters are held (HoldFreedMemory). Without it the first run after
+// a pause, or after another command put the parameters back, writes into
+// memory the host must fault in again (docs/PERFORMANCE.md, "Free page
+// reporting"). It returns how long it took.
+func WarmFreedMemory(dir string, n int64) (time.Duration, error) {
+	start := time.Now()
+	f, err := os.CreateTemp(dir, "kafkarepro-warm-")
+	if err != nil {
+		return 0, fmt.Errorf("experiments: warm freed memory in %s: %w", dir, err)
+	}
+	defer os.Remove(f.Name())
+	buf := make([]byte, 1<<20)
+	for left := n; left > 0; left -= int64(len(buf)) {
+		if _, err := f.Write(buf[:min(left, int64(len(buf)))]); err != nil {
+			f.Close()
+			return 0, fmt.Errorf("experiments: warm freed memory: write %s: %w", f.Name(), err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return 0, fmt.Errorf("experiments: warm freed memory: %w", err)
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		return 0, fmt.Errorf("experiments: warm freed memory: %w", err)
+	}
+	return time.Since(start), nil
+}
+
 // HoldForRun is what make perf, make ceiling and reproduce do before they
 // measure: with hold, HoldFreedMemory (a failure, as without root, is
-// printed and the run goes on without it); it prints the state to w and
-// returns it, with the function that puts the old values back (a restore
-// that fails is printed too).
-func HoldForRun(w io.Writer, hold bool) (FreePageReporting, func()) {
+// printed and the run goes on without it) and, once held, WarmFreedMemory
+// of warm bytes (about what the run will write into the page cache; at
+// most MaxWarm) in dir; it prints the state to w and returns it, with the function that
+// puts the old values back (a restore that fails is printed too).
+func HoldForRun(w io.Writer, hold bool, dir string, warm int64) (FreePageReporting, func()) {
 	if !hold {
 		s := ReadFreePageReporting()
 		fmt.Fprintf(w, "free page reporting (not asked to hold): %s\n", s)
@@ -173,6 +214,16 @@ func HoldForRun(w io.Writer, hold bool) (FreePageReporting, func()) {
 		s = ReadFreePageReporting()
 	}
 	fmt.Fprintf(w, "free page reporting: %s\n", s)
+	warm = min(warm, MaxWarm)
+	if s.Held && warm > 0 {
+		took, err := WarmFreedMemory(dir, warm)
+		if err != nil {
+			fmt.Fprintf(w, "free page reporting: %v\n", err)
+		} else {
+			s.WarmedMB = warm >> 20
+			fmt.Fprintf(w, "free page reporting: wrote and deleted %d MB in %s, so the run's page cache starts in pages the host has mapped\n", warm>>20, took.Round(time.Millisecond))
+		}
+	}
 	return s, func() {
 		if err := restore(); err != nil {
 			fmt.Fprintf(w, "free page reporting: %v\n", err)

@@ -120,3 +120,47 @@ func TestHoldFreedMemoryRefusedLeavesNothingChanged(t *testing.T) {
 		t.Errorf("min_free_ms = %s after the refused hold, want 0 (put back)", got)
 	}
 }
+
+// WarmFreedMemory writes the bytes asked for and leaves nothing behind; a
+// folder it cannot write in is an error that names it.
+func TestWarmFreedMemory(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := WarmFreedMemory(dir, 3<<20+5); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("%d files left in %s", len(entries), dir)
+	}
+	missing := filepath.Join(dir, "no-such-folder")
+	if _, err := WarmFreedMemory(missing, 1<<20); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("err = %v, want one naming %s", err, missing)
+	}
+}
+
+// HoldForRun holds, warms and says so in one line each; its restore puts
+// the old values back. Not asked to hold, it only reports.
+func TestHoldForRunPrintsWhatItDid(t *testing.T) {
+	dir := fakeReporting(t, map[string]string{"page_reporting_order": "9", "min_free_ms": "0", "max_waiting_mib": "1024"})
+	var out strings.Builder
+	s, restore := HoldForRun(&out, true, t.TempDir(), 2<<20)
+	if !s.Held || s.WarmedMB != 2 {
+		t.Errorf("state %+v, want held and 2 MB warmed", s)
+	}
+	for _, want := range []string{"free page reporting: held: freed pages are reported to the host after 300000 ms",
+		"free page reporting: wrote and deleted 2 MB in "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output %q lacks %q", out.String(), want)
+		}
+	}
+	if !strings.HasSuffix(s.String(), "; 2 MB written and deleted first, so the run writes into pages the host has mapped") {
+		t.Errorf("report line %q", s.String())
+	}
+	restore()
+	if got := param(t, dir, "min_free_ms"); got != "0" {
+		t.Errorf("min_free_ms = %s after restore, want 0", got)
+	}
+	out.Reset()
+	if s, _ := HoldForRun(&out, false, t.TempDir(), 2<<20); s.Held || s.WarmedMB != 0 || !strings.HasPrefix(out.String(), "free page reporting (not asked to hold): not held: ") {
+		t.Errorf("not asked to hold: %+v %q", s, out.String())
+	}
+}

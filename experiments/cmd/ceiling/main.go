@@ -87,7 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func measure(ctx context.Context, o options, w io.Writer) error {
-	_, restore := experiments.HoldForRun(w, o.holdFreed)
+	// The producer probes' files and make perf's logs: one batch-50 and one batch-1 copy of the messages.
+	_, restore := experiments.HoldForRun(w, o.holdFreed, o.dir, int64(o.messages+o.b1Messages)*int64(o.size+9))
 	defer restore()
 	var perfBin string
 	if o.ours {

@@ -131,7 +131,17 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 	if !filepath.IsAbs(bin) {
 		bin = filepath.Join(repo, bin)
 	}
-	_, restore := experiments.HoldForRun(w, o.holdFreed)
+	// What the run's logs take in the page cache: each producer run's messages with their 9-byte headers.
+	var logBytes int64
+	for _, ph := range o.phases {
+		switch ph {
+		case "b50":
+			logBytes += int64(o.messages) * int64(o.size+9)
+		case "b1":
+			logBytes += int64(o.b1Messages) * int64(o.size+9)
+		}
+	}
+	_, restore := experiments.HoldForRun(w, o.holdFreed, os.TempDir(), logBytes)
 	defer restore()
 	say(w, "building %s", o.bin)
 	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
