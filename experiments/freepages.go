@@ -22,10 +22,10 @@ import (
 // 1.6 s of system time in memory handed back that way against 0.18 s in
 // pages freed a moment before: nine times the cost of the copy. A producer
 // that writes 2 GB after the page cache was dropped ran at full speed for
-// the first GiB and at 0.4× after it; every figure that writes (the
-// producers, the ceiling probes, figure 6's replicas, the brokers'
-// socket buffers) moved by a factor of two from run to run with the time
-// since memory was last freed. The paper's machines had no such host.
+// the first GiB and at 0.4× after it, and the figures that write (the
+// producers, the producer probes, figure 6's replicas) moved by up to a
+// factor of two from run to run with the time since memory was last
+// freed. The paper's machines had no such host.
 //
 // HoldFreedMemory asks the guest kernel to keep freed pages for a while
 // before it reports them, for the length of a run, through the two
@@ -200,8 +200,9 @@ func WarmFreedMemory(dir string, n int64) (time.Duration, error) {
 // measure: with hold, HoldFreedMemory (a failure, as without root, is
 // printed and the run goes on without it) and, once held, WarmFreedMemory
 // of warm bytes (about what the run will write into the page cache; at
-// most MaxWarm) in dir; it prints the state to w and returns it, with the function that
-// puts the old values back (a restore that fails is printed too).
+// most MaxWarm) in dir. It prints the state to w and returns it, with the
+// function that puts the old values back (a restore that fails is printed
+// too).
 func HoldForRun(w io.Writer, hold bool, dir string, warm int64) (FreePageReporting, func()) {
 	if !hold {
 		s := ReadFreePageReporting()
