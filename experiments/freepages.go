@@ -59,7 +59,8 @@ type FreePageReporting struct {
 	// what they were (for the report), set by HoldFreedMemory.
 	Held   bool   `json:"held"`
 	Before string `json:"before,omitempty"`
-	// WarmedMB is what the run wrote and deleted first (WarmFreedMemory).
+	// WarmedMB is what the run wrote and deleted first (WarmFreedMemory),
+	// in MB of 10^6 bytes.
 	WarmedMB int64 `json:"warmed_mb,omitempty"`
 }
 
@@ -221,8 +222,8 @@ func HoldForRun(w io.Writer, hold bool, dir string, warm int64) (FreePageReporti
 		if err != nil {
 			fmt.Fprintf(w, "free page reporting: %v\n", err)
 		} else {
-			s.WarmedMB = warm >> 20
-			fmt.Fprintf(w, "free page reporting: wrote and deleted %d MB in %s, so the run's page cache starts in pages the host has mapped\n", warm>>20, took.Round(time.Millisecond))
+			s.WarmedMB = warm / 1e6
+			fmt.Fprintf(w, "free page reporting: wrote and deleted %d MB in %s, so the run's page cache starts in pages the host has mapped\n", s.WarmedMB, took.Round(time.Millisecond))
 		}
 	}
 	return s, func() {

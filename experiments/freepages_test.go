@@ -142,7 +142,7 @@ func TestWarmFreedMemory(t *testing.T) {
 func TestHoldForRunPrintsWhatItDid(t *testing.T) {
 	dir := fakeReporting(t, map[string]string{"page_reporting_order": "9", "min_free_ms": "0", "max_waiting_mib": "1024"})
 	var out strings.Builder
-	s, restore := HoldForRun(&out, true, t.TempDir(), 2<<20)
+	s, restore := HoldForRun(&out, true, t.TempDir(), 2_500_000)
 	if !s.Held || s.WarmedMB != 2 {
 		t.Errorf("state %+v, want held and 2 MB warmed", s)
 	}
