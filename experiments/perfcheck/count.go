@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,4 +185,75 @@ func countAll(ctx context.Context, cfg Config, trees map[string]*tree, paths []P
 		fmt.Fprintf(cfg.Log, "perf-check: %-24s %10.1f → %10.1f instructions/message\n", p.Path, p.Base.InstrPerMsg, p.Head.InstrPerMsg)
 	}
 	return nil
+}
+
+// ConfirmCounts is how many counts of each side a path over the limit gets
+// in all before it fails: its first and two more. A path whose goroutines
+// trade a socket message by message (producer/send-batch1) does not count
+// the same twice: a CI run of 2026-12-02 had head 1,839.2 instructions per
+// message against base 1,745.2 (+5.4 %), and three more counts of the same
+// two trees gave +1.4 %, -2.4 % and +2.3 % (base 1,783.9-1,821.5, head
+// 1,778.4-1,849.0). The medians of three counts a side are what the limit
+// judges.
+const ConfirmCounts = 3
+
+// confirmOverLimit counts each side of every path over the instruction
+// limit ConfirmCounts-1 more times and sets its figures to the medians,
+// keeping every count in the path's BaseCounts and HeadCounts. A planted
+// slowdown stays over the limit; a path's own spread does not.
+func confirmOverLimit(ctx context.Context, cfg Config, trees map[string]*tree, paths []PathResult) error {
+	for i := range paths {
+		p := &paths[i]
+		if p.New || p.Base.InstrPerMsg <= 0 || p.Head.InstrPerMsg < (1+cfg.MaxInstr)*p.Base.InstrPerMsg {
+			continue
+		}
+		fmt.Fprintf(cfg.Log, "perf-check: %s %+.1f%%: counting each side %d more times to confirm\n",
+			p.Path, 100*(p.Head.InstrPerMsg/p.Base.InstrPerMsg-1), ConfirmCounts-1)
+		p.BaseCounts, p.HeadCounts = []float64{p.Base.InstrPerMsg}, []float64{p.Head.InstrPerMsg}
+		for range ConfirmCounts - 1 {
+			for _, side := range []string{"base", "head"} {
+				per, err := countPerMessage(ctx, trees[side], cfg.Work, p)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cfg.Log, "perf-check: callgrind %s %s again: %.1f instructions/message\n", side, p.Path, per)
+				if side == "base" {
+					p.BaseCounts = append(p.BaseCounts, per)
+				} else {
+					p.HeadCounts = append(p.HeadCounts, per)
+				}
+			}
+		}
+		p.Base.InstrPerMsg, p.Head.InstrPerMsg = median(p.BaseCounts), median(p.HeadCounts)
+		fmt.Fprintf(cfg.Log, "perf-check: %-24s %10.1f → %10.1f instructions/message (medians of %d)\n",
+			p.Path, p.Base.InstrPerMsg, p.Head.InstrPerMsg, ConfirmCounts)
+	}
+	return nil
+}
+
+// countPerMessage counts p once in t: instructions per message, a run of
+// p.Ops operations less a run of none.
+func countPerMessage(ctx context.Context, t *tree, work string, p *PathResult) (float64, error) {
+	with, err := callgrind(ctx, t, work, p.Path, p.Ops)
+	if err != nil {
+		return 0, err
+	}
+	without, err := callgrind(ctx, t, work, p.Path, 0)
+	if err != nil {
+		return 0, err
+	}
+	return float64(with.instr-without.instr) / float64(p.Messages), nil
+}
+
+// median of a few counts (the middle one, or the mean of the two middle
+// ones).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -132,6 +132,10 @@ type PathResult struct {
 	Failures []string
 	// Profile is the top of the differential CPU profile of a failing path.
 	Profile string
+	// BaseCounts and HeadCounts are every count of a path that was over the
+	// instruction limit at its first count (confirmOverLimit); Base and
+	// Head then hold their medians.
+	BaseCounts, HeadCounts []float64
 }
 
 // Figures are one tree's measurements of one path.
@@ -218,6 +222,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := countAll(ctx, cfg, trees, rep.Paths); err != nil {
 		return nil, err
 	}
+	if err := confirmOverLimit(ctx, cfg, trees, rep.Paths); err != nil {
+		return nil, err
+	}
 	if cfg.WallClock {
 		table, err := wallClock(ctx, cfg, trees, rep.Paths)
 		if err != nil {
@@ -273,8 +280,12 @@ func judge(cfg Config, paths []PathResult) {
 			continue
 		}
 		if p.Base.InstrPerMsg > 0 && p.Head.InstrPerMsg >= (1+cfg.MaxInstr)*p.Base.InstrPerMsg {
-			p.Failures = append(p.Failures, fmt.Sprintf("%.1f instructions per message against %.1f (%+.1f%%, the limit is +%.0f%%)",
-				p.Head.InstrPerMsg, p.Base.InstrPerMsg, 100*(p.Head.InstrPerMsg/p.Base.InstrPerMsg-1), 100*cfg.MaxInstr))
+			f := fmt.Sprintf("%.1f instructions per message against %.1f (%+.1f%%, the limit is +%.0f%%)",
+				p.Head.InstrPerMsg, p.Base.InstrPerMsg, 100*(p.Head.InstrPerMsg/p.Base.InstrPerMsg-1), 100*cfg.MaxInstr)
+			if len(p.HeadCounts) > 1 {
+				f += fmt.Sprintf("; medians of %d counts a side, head %s, base %s", len(p.HeadCounts), counts(p.HeadCounts), counts(p.BaseCounts))
+			}
+			p.Failures = append(p.Failures, f)
 		}
 		if p.Head.AllocsPerOp >= p.Base.AllocsPerOp+0.5 {
 			p.Failures = append(p.Failures, fmt.Sprintf("%.3g allocations per operation against %.3g (a new allocation)",
@@ -289,6 +300,15 @@ func judge(cfg Config, paths []PathResult) {
 				100*w.Delta, w.P, w.N, w.N, again, 100*cfg.MaxSlowdown, cfg.Alpha))
 		}
 	}
+}
+
+// counts is "1839.2, 1778.4, 1849.0".
+func counts(xs []float64) string {
+	var parts []string
+	for _, x := range xs {
+		parts = append(parts, fmt.Sprintf("%.1f", x))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Print writes the report as a table and a verdict line per failing path.

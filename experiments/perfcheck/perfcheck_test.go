@@ -41,6 +41,26 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// A path over the limit is judged on the medians of its counts
+// (confirmOverLimit), and its failure lists them: base 1000, 1020, 990 has
+// the median 1000; head 1100, 1060, 1090 the median 1090, +9.0 %.
+func TestJudgeNamesTheCounts(t *testing.T) {
+	if m := median([]float64{1100, 1060, 1090}); m != 1090 {
+		t.Errorf("median = %v, want 1090", m)
+	}
+	if m := median([]float64{3, 1, 4, 2}); m != 2.5 {
+		t.Errorf("median of four = %v, want 2.5", m)
+	}
+	p := PathResult{Path: "x/y", BaseCounts: []float64{1000, 1020, 990}, HeadCounts: []float64{1100, 1060, 1090}}
+	p.Base.InstrPerMsg, p.Head.InstrPerMsg = median(p.BaseCounts), median(p.HeadCounts)
+	paths := []PathResult{p}
+	judge(Config{}.withDefaults(), paths)
+	want := "1090.0 instructions per message against 1000.0 (+9.0%, the limit is +5%); medians of 3 counts a side, head 1100.0, 1060.0, 1090.0, base 1000.0, 1020.0, 990.0"
+	if got := strings.Join(paths[0].Failures, "; "); got != want {
+		t.Errorf("failure %q\nwant %q", got, want)
+	}
+}
+
 func TestHistory(t *testing.T) {
 	dir := t.TempDir()
 	csv, png := filepath.Join(dir, "history.csv"), filepath.Join(dir, "history.png")
@@ -84,8 +104,9 @@ func TestBenchPattern(t *testing.T) {
 // TestIntegration_PlantedSlowdown is the check of the check: a tree in which
 // the message package computes every CRC three times (a temporary git
 // worktree of HEAD, edited) fails perf-check against HEAD, naming
-// message/iterate, which checks a CRC per message, and not broker/fetch,
-// which only walks the messages' lengths.
+// message/iterate, which checks a CRC per message, on the medians of three
+// counts a side, and not broker/fetch, which only walks the messages'
+// lengths.
 func TestIntegration_PlantedSlowdown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs valgrind on two builds of the hot paths")
@@ -126,6 +147,9 @@ func TestIntegration_PlantedSlowdown(t *testing.T) {
 			if !failed || !strings.Contains(p.Failures[0], "instructions per message") || p.Head.InstrPerMsg < 1.5*p.Base.InstrPerMsg {
 				t.Errorf("message/iterate: %.1f → %.1f instructions per message, failures %q; want a failure of at least +50%%",
 					p.Base.InstrPerMsg, p.Head.InstrPerMsg, p.Failures)
+			}
+			if len(p.HeadCounts) != ConfirmCounts || len(p.BaseCounts) != ConfirmCounts || !strings.Contains(p.Failures[0], "medians of 3 counts a side") {
+				t.Errorf("message/iterate: counts base %v, head %v, failures %q; want %d of each, confirmed", p.BaseCounts, p.HeadCounts, p.Failures, ConfirmCounts)
 			}
 			if !strings.Contains(p.Profile, "hash/crc32.") {
 				t.Errorf("message/iterate: the top of the differential profile does not show hash/crc32:\n%s", p.Profile)
