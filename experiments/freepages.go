@@ -173,35 +173,38 @@ const MaxWarm = 8 << 30
 // the parameters are held (HoldFreedMemory). Without it the first run after
 // a pause, or after another command put the parameters back, writes into
 // memory the host must fault in again (docs/PERFORMANCE.md, "Free page
-// reporting"). It returns how long it took.
-func WarmFreedMemory(dir string, n int64) (time.Duration, error) {
+// reporting"). It returns the bytes it wrote and how long it took.
+func WarmFreedMemory(dir string, n int64) (int64, time.Duration, error) {
 	start := time.Now()
 	f, err := os.CreateTemp(dir, "kafkarepro-warm-")
 	if err != nil {
-		return 0, fmt.Errorf("experiments: warm freed memory in %s: %w", dir, err)
+		return 0, 0, fmt.Errorf("experiments: warm freed memory in %s: %w", dir, err)
 	}
 	defer os.Remove(f.Name())
 	buf := make([]byte, 1<<20)
-	for left := n; left > 0; left -= int64(len(buf)) {
-		if _, err := f.Write(buf[:min(left, int64(len(buf)))]); err != nil {
+	var written int64
+	for written < n {
+		m, err := f.Write(buf[:min(n-written, int64(len(buf)))])
+		written += int64(m)
+		if err != nil {
 			f.Close()
-			return 0, fmt.Errorf("experiments: warm freed memory: write %s: %w", f.Name(), err)
+			return written, 0, fmt.Errorf("experiments: warm freed memory: write %s: %w", f.Name(), err)
 		}
 	}
 	if err := f.Close(); err != nil {
-		return 0, fmt.Errorf("experiments: warm freed memory: %w", err)
+		return written, 0, fmt.Errorf("experiments: warm freed memory: %w", err)
 	}
 	if err := os.Remove(f.Name()); err != nil {
-		return 0, fmt.Errorf("experiments: warm freed memory: %w", err)
+		return written, 0, fmt.Errorf("experiments: warm freed memory: %w", err)
 	}
-	return time.Since(start), nil
+	return written, time.Since(start), nil
 }
 
 // HoldForRun is what make perf, make ceiling and reproduce do before they
 // measure: with hold, HoldFreedMemory (a failure, as without root, is
-// printed and the run goes on without it) and, once held, WarmFreedMemory
-// of warm bytes (about what the run will write into the page cache; at
-// most MaxWarm) in dir. It prints the state to w and returns it, with the
+// printed and the run goes on without it) and, if it took the hold,
+// WarmFreedMemory of warm bytes (about what the run will write into the
+// page cache; at most MaxWarm) in dir. It prints the state to w and returns it, with the
 // function that puts the old values back (a restore that fails is printed
 // too).
 func HoldForRun(w io.Writer, hold bool, dir string, warm int64) (FreePageReporting, func()) {
@@ -216,13 +219,14 @@ func HoldForRun(w io.Writer, hold bool, dir string, warm int64) (FreePageReporti
 		s = ReadFreePageReporting()
 	}
 	fmt.Fprintf(w, "free page reporting: %s\n", s)
-	warm = min(warm, MaxWarm)
-	if s.Held && warm > 0 {
-		took, err := WarmFreedMemory(dir, warm)
+	// Only the command that took the hold warms: one it started (make
+	// ceiling's make perf) finds the memory warmed already.
+	if warm = min(warm, MaxWarm); s.Held && s.Before != "" && warm > 0 {
+		written, took, err := WarmFreedMemory(dir, warm)
 		if err != nil {
 			fmt.Fprintf(w, "free page reporting: %v\n", err)
 		} else {
-			s.WarmedMB = warm / 1e6
+			s.WarmedMB = written / 1e6
 			fmt.Fprintf(w, "free page reporting: wrote and deleted %d MB in %s, so the run's page cache starts in pages the host has mapped\n", s.WarmedMB, took.Round(time.Millisecond))
 		}
 	}

@@ -125,20 +125,25 @@ func TestHoldFreedMemoryRefusedLeavesNothingChanged(t *testing.T) {
 // folder it cannot write in is an error that names it.
 func TestWarmFreedMemory(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := WarmFreedMemory(dir, 3<<20+5); err != nil {
+	written, _, err := WarmFreedMemory(dir, 3<<20+5)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if written != 3<<20+5 {
+		t.Errorf("wrote %d bytes, want %d (three 1 MiB writes and 5 bytes)", written, 3<<20+5)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("%d files left in %s", len(entries), dir)
 	}
 	missing := filepath.Join(dir, "no-such-folder")
-	if _, err := WarmFreedMemory(missing, 1<<20); err == nil || !strings.Contains(err.Error(), missing) {
+	if _, _, err := WarmFreedMemory(missing, 1<<20); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("err = %v, want one naming %s", err, missing)
 	}
 }
 
 // HoldForRun holds, warms and says so in one line each; its restore puts
-// the old values back. Not asked to hold, it only reports.
+// the old values back. Nested in a command that holds already, it neither
+// warms nor restores. Not asked to hold, it only reports.
 func TestHoldForRunPrintsWhatItDid(t *testing.T) {
 	dir := fakeReporting(t, map[string]string{"page_reporting_order": "9", "min_free_ms": "0", "max_waiting_mib": "1024"})
 	var out strings.Builder
@@ -154,6 +159,19 @@ func TestHoldForRunPrintsWhatItDid(t *testing.T) {
 	}
 	if !strings.HasSuffix(s.String(), "; 2 MB written and deleted first, so the run writes into pages the host has mapped") {
 		t.Errorf("report line %q", s.String())
+	}
+	// A command it starts (make ceiling's make perf) finds the hold taken
+	// and the memory warmed: it writes nothing more.
+	var inner strings.Builder
+	warmDir := t.TempDir()
+	if s, innerRestore := HoldForRun(&inner, true, warmDir+"/no-such-folder", 2_500_000); !s.Held || s.WarmedMB != 0 ||
+		strings.Contains(inner.String(), "wrote and deleted") || strings.Contains(inner.String(), "no-such-folder") {
+		t.Errorf("nested: %+v %q; want held, nothing written", s, inner.String())
+	} else {
+		innerRestore()
+	}
+	if got := param(t, dir, "min_free_ms"); got != "300000" {
+		t.Errorf("min_free_ms = %s after the nested restore, want 300000", got)
 	}
 	restore()
 	if got := param(t, dir, "min_free_ms"); got != "0" {

@@ -188,19 +188,31 @@ func (r *Replication) Checks() (lines []string, ok bool) {
 	return lines, ok
 }
 
-// CPUCeilingRatio is the most a mode's rate could be against the 1-replica producer's if the machine's
-// cores were busy all the time with what the mode's processes spend on one message: cores / (CPU seconds
-// per message), over the 1-replica mode's producer rate. Zero where the CPU was not measured.
-func (r *Replication) CPUCeilingRatio(x ReplicationResult) float64 {
-	base, ok := r.Result(ReplicationModes()[0].Name)
+// CPULimit is what the mode's processes spent on one message, CPU seconds over every process (perMsg), and
+// the rate the machine's cores allow at that cost if they were busy all the time (cores / perMsg, msg/s).
+// Both are zero where nothing was measured.
+func (x ReplicationResult) CPULimit(cores int) (perMsg, msgPerS float64) {
 	var run float64
 	for _, c := range x.CPU {
 		run += c.RunSeconds
 	}
-	if !ok || base.Test.SendMsgPerS <= 0 || !x.CPUMeasured || run <= 0 || x.Test.Msgs <= 0 || r.Cores <= 0 {
+	if run <= 0 || x.Test.Msgs <= 0 || cores <= 0 {
+		return 0, 0
+	}
+	perMsg = run / float64(x.Test.Msgs)
+	return perMsg, float64(cores) / perMsg
+}
+
+// CPUCeilingRatio is the most a mode's rate could be against the 1-replica producer's if the machine's
+// cores were busy all the time with what the mode's processes spend on one message (CPULimit), over the
+// 1-replica mode's producer rate. Zero where the CPU was not measured.
+func (r *Replication) CPUCeilingRatio(x ReplicationResult) float64 {
+	base, ok := r.Result(ReplicationModes()[0].Name)
+	_, limit := x.CPULimit(r.Cores)
+	if !ok || base.Test.SendMsgPerS <= 0 || !x.CPUMeasured || limit <= 0 {
 		return 0
 	}
-	return float64(r.Cores) / (run / float64(x.Test.Msgs)) / base.Test.SendMsgPerS
+	return limit / base.Test.SendMsgPerS
 }
 
 // ReplicationConfig is one run of the experiment.

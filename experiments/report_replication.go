@@ -129,15 +129,10 @@ func windowBound(x ReplicationResult, batch int) string {
 // cpuBound is what the processes' CPU per message allows on the machine's cores if they were kept busy
 // all the time: the mode's rate cannot pass cores / (the CPU all processes spend on one message).
 func cpuBound(x ReplicationResult, cores int) string {
-	var run float64
-	for _, c := range x.CPU {
-		run += c.RunSeconds
-	}
-	if run <= 0 || x.Test.Msgs <= 0 || x.Test.MsgPerS <= 0 {
+	perMsg, limit := x.CPULimit(cores)
+	if limit <= 0 || x.Test.MsgPerS <= 0 {
 		return ""
 	}
-	perMsg := run / float64(x.Test.Msgs)
-	limit := float64(cores) / perMsg
 	return fmt.Sprintf("; all processes spent %.2f µs of CPU per message, so %d cores allow at most %s msg/s (%.0f%% reached)",
 		perMsg*1e6, cores, commas(limit), 100*x.Test.MsgPerS/limit)
 }

@@ -91,6 +91,26 @@ func ends(s string, h, t int) string {
 	return s[:h] + "\n…\n" + s[len(s)-t:]
 }
 
+// callgrindTwice is callgrind, run once more when it fails: valgrind 3.19
+// has been seen to crash on its own under a Go program (a CI run of
+// 2026-12-01, consumer/ranges, passing in the runs before and after). A
+// second run that succeeds measures the path again; one that fails again
+// is the error.
+func callgrindTwice(ctx context.Context, cfg Config, t *tree, path string, ops int) (count, error) {
+	c, err := callgrind(ctx, t, cfg.Work, path, ops)
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(cfg.Log, "perf-check: %v\nperf-check: running %s in %s once more\n", err, path, t.side)
+		c, err = callgrind(ctx, t, cfg.Work, path, ops)
+	}
+	return c, err
+}
+
+// perMessage is a path's instructions per message: a run of p.Ops
+// operations less a run of none (set-up and tear-down), over its messages.
+func (p *PathResult) perMessage(with, without count) float64 {
+	return float64(with.instr-without.instr) / float64(p.Messages)
+}
+
 // countAll counts every path in both trees, cfg.Parallel runs at a time:
 // per path and tree a run of p.Ops operations and one of none.
 func countAll(ctx context.Context, cfg Config, trees map[string]*tree, paths []PathResult) error {
@@ -120,15 +140,7 @@ func countAll(ctx context.Context, cfg Config, trees map[string]*tree, paths []P
 		go func() {
 			defer wg.Done()
 			for j := range next {
-				j.got, j.err = callgrind(ctx, trees[j.side], cfg.Work, j.p.Path, j.ops)
-				if j.err != nil && ctx.Err() == nil {
-					// Once more: valgrind 3.19 has been seen to crash on its own under a Go
-					// program (a CI run of 2026-12-01, consumer/ranges, passing in the runs
-					// before and after). Counting is deterministic, so a second run that
-					// succeeds measures the same; one that fails again is the error.
-					fmt.Fprintf(cfg.Log, "perf-check: %v\nperf-check: running %s in %s once more\n", j.err, j.p.Path, j.side)
-					j.got, j.err = callgrind(ctx, trees[j.side], cfg.Work, j.p.Path, j.ops)
-				}
+				j.got, j.err = callgrindTwice(ctx, cfg, trees[j.side], j.p.Path, j.ops)
 				if j.err != nil {
 					cancel()
 					continue
@@ -173,7 +185,7 @@ func countAll(ctx context.Context, cfg Config, trees map[string]*tree, paths []P
 		p := &paths[i]
 		for side, r := range runs[p] {
 			f := Figures{
-				InstrPerMsg: float64(r[1].instr-r[0].instr) / float64(p.Messages),
+				InstrPerMsg: p.perMessage(r[1], r[0]),
 				AllocsPerOp: float64(r[1].allocs) / float64(p.Ops),
 			}
 			if side == "base" {
@@ -212,7 +224,7 @@ func confirmOverLimit(ctx context.Context, cfg Config, trees map[string]*tree, p
 		p.BaseCounts, p.HeadCounts = []float64{p.Base.InstrPerMsg}, []float64{p.Head.InstrPerMsg}
 		for range ConfirmCounts - 1 {
 			for _, side := range []string{"base", "head"} {
-				per, err := countPerMessage(ctx, trees[side], cfg.Work, p)
+				per, err := countPerMessage(ctx, cfg, trees[side], p)
 				if err != nil {
 					return err
 				}
@@ -231,18 +243,17 @@ func confirmOverLimit(ctx context.Context, cfg Config, trees map[string]*tree, p
 	return nil
 }
 
-// countPerMessage counts p once in t: instructions per message, a run of
-// p.Ops operations less a run of none.
-func countPerMessage(ctx context.Context, t *tree, work string, p *PathResult) (float64, error) {
-	with, err := callgrind(ctx, t, work, p.Path, p.Ops)
+// countPerMessage counts p once more in t: instructions per message.
+func countPerMessage(ctx context.Context, cfg Config, t *tree, p *PathResult) (float64, error) {
+	with, err := callgrindTwice(ctx, cfg, t, p.Path, p.Ops)
 	if err != nil {
 		return 0, err
 	}
-	without, err := callgrind(ctx, t, work, p.Path, 0)
+	without, err := callgrindTwice(ctx, cfg, t, p.Path, 0)
 	if err != nil {
 		return 0, err
 	}
-	return float64(with.instr-without.instr) / float64(p.Messages), nil
+	return p.perMessage(with, without), nil
 }
 
 // median of a few counts (the middle one, or the mean of the two middle

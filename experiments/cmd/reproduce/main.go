@@ -198,8 +198,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// here, and its child (inside a namespace) only reads them.
 	freePages, restore := experiments.ReadFreePageReporting(), func() {}
 	if lnk == nil {
-		// About what the largest system's test writes: ActiveMQ's KahaDB took ~590 bytes per
-		// 200-byte message in the reference runs.
+		// 600 bytes per message: the full runs' stores took 209 (ours), about 400 (RabbitMQ) and
+		// 780 (ActiveMQ's KahaDB) per 200-byte message; MaxWarm caps a 10 M-message run's.
 		freePages, restore = experiments.HoldForRun(stderr, o.holdFreed, os.TempDir(), int64(o.messages)*3*int64(o.size))
 	}
 	defer restore()
