@@ -28,6 +28,11 @@ type Config struct {
 	TestTimeout time.Duration
 	Progress    *Progress    // may be nil
 	Log         *slog.Logger // gets component=experiments; nil: slog.Default()
+	// AfterConsumer, when set, runs right after each target's consumer
+	// test, with the target's system still open: reproduce measures the
+	// machine's consumer ceiling there, in turns with our consumer reading
+	// the same topic again (experiments/cmd/reproduce/ceiling.go).
+	AfterConsumer func(ctx context.Context, system string, sys compare.System, topic string, test TestResult)
 }
 
 // DefaultConfig is the paper's set-up.
@@ -175,11 +180,14 @@ func runTarget(ctx context.Context, cfg Config, t Target) (rep SystemReport) {
 	}
 	// §5: did the server write to disk while the consumer read?
 	probe := startIOProbe(sys)
-	c := runConsumer(ctx, cfg, sys, t.Name, consumeTopic)
+	c := RunConsumer(ctx, cfg, sys, t.Name, consumeTopic, t.Name+" consumer")
 	c.ServerIO = probe.Finish()
 	rep.Consumer = &c
 	if c.Error != "" {
 		fail("%s consumer: %s", t.Name, c.Error)
+	}
+	if cfg.AfterConsumer != nil {
+		cfg.AfterConsumer(ctx, t.Name, sys, consumeTopic, c)
 	}
 	return rep
 }
@@ -223,12 +231,15 @@ func runProducer(ctx context.Context, cfg Config, sys compare.System, name, topi
 	return tr
 }
 
-func runConsumer(ctx context.Context, cfg Config, sys compare.System, name, topic string) TestResult {
+// RunConsumer is one consumer test of system name over topic, measured as
+// figure 5's (the sampler, the progress line under label): also how
+// AfterConsumer reads the topic again.
+func RunConsumer(ctx context.Context, cfg Config, sys compare.System, name, topic, label string) TestResult {
 	var recv atomic.Int64
 	spec := compare.ConsumeSpec{Topic: topic, Messages: cfg.Messages, MessageSize: cfg.MessageSize,
 		PrefetchMessages: cfg.PrefetchMessages, PrefetchBytes: cfg.PrefetchBytes, Received: &recv}
 	tr := TestResult{System: name, Test: "consumer"}
-	measure(ctx, cfg, name+" consumer", &recv, &tr, func(ctx context.Context) (compare.Result, error) {
+	measure(ctx, cfg, label, &recv, &tr, func(ctx context.Context) (compare.Result, error) {
 		return sys.Consume(ctx, spec)
 	})
 	return tr

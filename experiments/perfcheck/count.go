@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/kafkarepro/kafkarepro/internal/stats"
 	"github.com/kafkarepro/kafkarepro/kafka/sink"
 )
 
@@ -236,7 +236,7 @@ func confirmOverLimit(ctx context.Context, cfg Config, trees map[string]*tree, p
 				}
 			}
 		}
-		p.Base.InstrPerMsg, p.Head.InstrPerMsg = median(p.BaseCounts), median(p.HeadCounts)
+		p.Base.InstrPerMsg, p.Head.InstrPerMsg = stats.Median(p.BaseCounts), stats.Median(p.HeadCounts)
 		fmt.Fprintf(cfg.Log, "perf-check: %-24s %10.1f → %10.1f instructions/message (medians of %d)\n",
 			p.Path, p.Base.InstrPerMsg, p.Head.InstrPerMsg, ConfirmCounts)
 	}
@@ -254,17 +254,4 @@ func countPerMessage(ctx context.Context, cfg Config, t *tree, p *PathResult) (f
 		return 0, err
 	}
 	return p.perMessage(with, without), nil
-}
-
-// median of a few counts (the middle one, or the mean of the two middle
-// ones).
-func median(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kafkarepro/kafkarepro/internal/stats"
 )
 
 // TestJudge: 5% more instructions fails, 4.9% passes; a new allocation
@@ -45,14 +47,8 @@ func TestJudge(t *testing.T) {
 // (confirmOverLimit), and its failure lists them: base 1000, 1020, 990 has
 // the median 1000; head 1100, 1060, 1090 the median 1090, +9.0 %.
 func TestJudgeNamesTheCounts(t *testing.T) {
-	if m := median([]float64{1100, 1060, 1090}); m != 1090 {
-		t.Errorf("median = %v, want 1090", m)
-	}
-	if m := median([]float64{3, 1, 4, 2}); m != 2.5 {
-		t.Errorf("median of four = %v, want 2.5", m)
-	}
 	p := PathResult{Path: "x/y", BaseCounts: []float64{1000, 1020, 990}, HeadCounts: []float64{1100, 1060, 1090}}
-	p.Base.InstrPerMsg, p.Head.InstrPerMsg = median(p.BaseCounts), median(p.HeadCounts)
+	p.Base.InstrPerMsg, p.Head.InstrPerMsg = stats.Median(p.BaseCounts), stats.Median(p.HeadCounts)
 	paths := []PathResult{p}
 	judge(Config{}.withDefaults(), paths)
 	want := "1090.0 instructions per message against 1000.0 (+9.0%, the limit is +5%); medians of 3 counts a side, head 1100.0, 1060.0, 1090.0, base 1000.0, 1020.0, 990.0"

@@ -36,6 +36,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/ceiling"
+	"github.com/kafkarepro/kafkarepro/internal/stats"
 )
 
 // pairs are each probe and the tool run it bounds, as perf names it.
@@ -146,12 +147,12 @@ func measure(ctx context.Context, o options, w io.Writer) error {
 	fmt.Fprintf(w, "\nsummary: medians of %d rounds, %d messages of %d bytes (%s)\n", o.rounds, o.messages, o.size, experiments.ReadMachineLoad())
 	fmt.Fprintf(w, "%-32s %14s %14s %9s\n", "", "ceiling msg/s", "ours msg/s", "ours/ceil")
 	for _, p := range pairs {
-		c := median(probe[p.probe])
+		c := stats.Median(probe[p.probe])
 		if !o.ours {
 			fmt.Fprintf(w, "%-32s %14.0f\n", p.what, c)
 			continue
 		}
-		u := median(ours[p.ours])
+		u := stats.Median(ours[p.ours])
 		fmt.Fprintf(w, "%-32s %14.0f %14.0f %8.0f%%\n", p.what, c, u, 100*u/c)
 		fmt.Fprintf(w, "result: probe=%s ceiling_msg_per_s=%.0f ours=%s ours_msg_per_s=%.0f fraction=%.3f rounds=%d\n",
 			p.probe, c, p.ours, u, u/c, o.rounds)
@@ -203,16 +204,4 @@ func runPerf(ctx context.Context, bin string, o options, w io.Writer) (map[strin
 		}
 	}
 	return got, nil
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -39,7 +39,6 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/experiments"
-	"github.com/kafkarepro/kafkarepro/experiments/ceiling"
 	"github.com/kafkarepro/kafkarepro/experiments/link"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
@@ -245,14 +244,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "reproduce: %d messages of %d bytes; systems %s; services %s; network %s (%s); output %s; %s\n",
 		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), network.Setup, network.Hosts, o.out, loadStart)
-	// The ceiling's probes run right after our own tests, before the other
-	// systems' (minutes of them at full scale), so that each of our figures
-	// and the ceiling that bounds it are measured as close together as the
-	// run allows.
+	// The ceiling's probes run right after our consumer test, with our
+	// broker still up and before the other systems' tests (minutes of them
+	// at full scale), so that each of our figures and the ceiling that
+	// bounds it are measured as close together as the run allows; the
+	// consumer probe in turns with our consumer reading figure 5's topic
+	// again (ceiling.go).
 	var reports []experiments.SystemReport
 	var runErr error
-	var ceilingRows []experiments.CeilingRow
-	var ceilingErr error
+	var ceil ceilingRun
+	if o.ceiling {
+		cfg.AfterConsumer = ceil.afterConsumer(o, &cfg, stderr)
+	}
 	for _, t := range targets {
 		var r []experiments.SystemReport
 		r, runErr = experiments.Run(ctx, cfg, []experiments.Target{t})
@@ -260,10 +263,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if runErr != nil {
 			break
 		}
-		if o.ceiling && t.Name == "kafka" {
-			ceilingRows, ceilingErr = measureCeiling(ctx, o, stderr)
+		if o.ceiling && t.Name == "kafka" && !ceil.ran {
+			// No consumer test ran (every producer test failed): the probes alone.
+			ceil.rows, ceil.err = measureCeiling(ctx, o, stderr, nil)
 		}
 	}
+	ceilingRows, ceilingErr := ceil.rows, ceil.err
 	sum := experiments.NewSummary(cfg, reports, fig)
 	if o.ceiling && slices.Contains(o.systems, "kafka") && runErr == nil {
 		if ceilingErr != nil {
@@ -421,29 +426,6 @@ func runCompression(ctx context.Context, host localsvc.Host, n int, stderr io.Wr
 		c.BrokerSettings = b.Settings()
 	}
 	return c, errors.Join(err, b.Stop())
-}
-
-// measureCeiling runs the three probes of the machine's ceiling with the
-// run's message count (at least 1,000,000, so that a quick run's probes
-// last more than their start), right after our tests and before the other
-// systems', so that REPORT.md can set each of our figures beside what
-// bounds it.
-func measureCeiling(ctx context.Context, o options, stderr io.Writer) ([]experiments.CeilingRow, error) {
-	dir, err := os.MkdirTemp("", "reproduce-ceiling.")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	var rows []experiments.CeilingRow
-	for _, p := range ceiling.Probes {
-		r, err := ceiling.Run(ctx, p, ceiling.Config{Messages: int64(max(o.messages, 1_000_000)), MessageSize: o.size, Dir: dir})
-		if err != nil {
-			return rows, err
-		}
-		fmt.Fprintf(stderr, "reproduce: ceiling %s: %s\n", p, ceiling.Describe(r))
-		rows = append(rows, experiments.CeilingRow{Probe: r.Probe, MsgPerS: r.MsgPerS, Seconds: r.Seconds, PageCacheMB: r.CachedMBBefore})
-	}
-	return rows, nil
 }
 
 // runLatency runs figure 7's experiment, one broker process per flush

@@ -19,6 +19,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/compare/local"
 	"github.com/kafkarepro/kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/internal/stats"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -104,9 +105,24 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 		t.Errorf("ceiling: %+v, want three probes", sum.Ceiling)
 	}
 	for _, c := range sum.Ceiling {
-		if c.MsgPerS <= 0 || c.OursMsgPerS <= 0 || c.Fraction <= 0 {
+		if c.MsgPerS <= 0 || c.OursMsgPerS <= 0 || c.Fraction <= 0 || c.TestMsgPerS <= 0 {
 			t.Errorf("ceiling %s: %+v", c.Probe, c)
 		}
+		// The consumer probe in turns with our consumer reading figure 5's topic again; the row holds their medians.
+		var probes, ours []float64
+		for _, r := range c.Rounds {
+			probes, ours = append(probes, r.ProbeMsgPerS), append(ours, r.OursMsgPerS)
+		}
+		want := 0
+		if c.Probe == "consumer" {
+			want = consumerRounds
+		}
+		if len(c.Rounds) != want || (want > 0 && (c.MsgPerS != stats.Median(probes) || c.OursMsgPerS != stats.Median(ours))) {
+			t.Errorf("ceiling %s: %d rounds %+v, want %d and the row at their medians", c.Probe, len(c.Rounds), c, want)
+		}
+	}
+	if report, _ := os.ReadFile(filepath.Join(out, "REPORT.md")); !strings.Contains(string(report), "**consumer, in turns**") {
+		t.Errorf("REPORT.md does not list the consumer's rounds")
 	}
 	if l := sum.Latency; l == nil || len(l.Settings) != len(experiments.LatencySettings()) || l.Error != "" {
 		t.Errorf("latency experiment: %+v", l)
