@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/experiments"
@@ -23,40 +24,60 @@ const consumerRounds = 3
 type ceilingRun struct {
 	rows []experiments.CeilingRow
 	err  error
-	ran  bool
 }
 
 // afterConsumer is experiments.Config.AfterConsumer for our system: the
-// three probes, the consumer's in turns with our consumer reading figure
-// 5's topic again through the same adapter and the same measurement
+// consumer probe in turns with our consumer reading figure 5's topic
+// again, through the same adapter and the same measurement
 // (experiments.RunConsumer), while our broker still runs. cfg is the
 // run's configuration, read when the hook runs.
 func (c *ceilingRun) afterConsumer(o options, cfg *experiments.Config, stderr io.Writer) func(context.Context, string, compare.System, string, experiments.TestResult) {
 	return func(ctx context.Context, system string, sys compare.System, topic string, test experiments.TestResult) {
-		if system != experiments.Ours {
-			return
+		if system != experiments.Ours || !test.OK() {
+			return // rest measures the consumer probe alone
 		}
-		var again func(context.Context) (float64, error)
-		if test.OK() {
-			again = func(ctx context.Context) (float64, error) {
-				r := experiments.RunConsumer(ctx, *cfg, sys, system, topic, system+" consumer again, beside the probe")
-				if !r.OK() {
-					return 0, fmt.Errorf("our consumer reading %s again: %s", topic, r.Error)
-				}
-				return r.MsgPerS, nil
+		again := func(ctx context.Context) (float64, error) {
+			r := experiments.RunConsumer(ctx, *cfg, sys, system, topic, system+" consumer again, beside the probe")
+			if !r.OK() {
+				return 0, fmt.Errorf("our consumer reading %s again: %s", topic, r.Error)
 			}
+			return r.MsgPerS, nil
 		}
-		c.rows, c.err = measureCeiling(ctx, o, stderr, again)
-		c.ran = true
+		c.measure(ctx, o, stderr, []string{ceiling.Consumer}, again)
 	}
 }
 
-// measureCeiling runs the three probes of the machine's ceiling with the
-// run's message count (at least 1,000,000, so that a quick run's probes
-// last more than their start). With again (our consumer's test, repeated)
-// the consumer probe runs consumerRounds times, each followed by again,
-// and its row holds the medians and every turn.
-func measureCeiling(ctx context.Context, o options, stderr io.Writer, again func(context.Context) (float64, error)) ([]experiments.CeilingRow, error) {
+// rest measures the probes afterConsumer did not (all three when our
+// consumer test did not complete), after our system's tests.
+func (c *ceilingRun) rest(ctx context.Context, o options, stderr io.Writer) {
+	var probes []string
+	for _, p := range ceiling.Probes {
+		if !slices.ContainsFunc(c.rows, func(r experiments.CeilingRow) bool { return r.Probe == p }) {
+			probes = append(probes, p)
+		}
+	}
+	c.measure(ctx, o, stderr, probes, nil)
+}
+
+// measure runs probes (after a failed one, none) and keeps their rows in
+// the order of ceiling.Probes.
+func (c *ceilingRun) measure(ctx context.Context, o options, stderr io.Writer, probes []string, again func(context.Context) (float64, error)) {
+	if c.err != nil || len(probes) == 0 {
+		return
+	}
+	rows, err := measureCeiling(ctx, o, stderr, probes, again)
+	c.rows, c.err = append(c.rows, rows...), err
+	slices.SortStableFunc(c.rows, func(a, b experiments.CeilingRow) int {
+		return slices.Index(ceiling.Probes, a.Probe) - slices.Index(ceiling.Probes, b.Probe)
+	})
+}
+
+// measureCeiling runs probes of the machine's ceiling with the run's
+// message count (at least 1,000,000, so that a quick run's probes last
+// more than their start). With again (our consumer's test, repeated) the
+// consumer probe runs consumerRounds times, each followed by again, and
+// its row holds the medians and every turn.
+func measureCeiling(ctx context.Context, o options, stderr io.Writer, probes []string, again func(context.Context) (float64, error)) ([]experiments.CeilingRow, error) {
 	dir, err := os.MkdirTemp("", "reproduce-ceiling.")
 	if err != nil {
 		return nil, err
@@ -64,7 +85,7 @@ func measureCeiling(ctx context.Context, o options, stderr io.Writer, again func
 	defer os.RemoveAll(dir)
 	cfg := ceiling.Config{Messages: int64(max(o.messages, 1_000_000)), MessageSize: o.size, Dir: dir}
 	var rows []experiments.CeilingRow
-	for _, p := range ceiling.Probes {
+	for _, p := range probes {
 		turns := 1
 		if p == ceiling.Consumer && again != nil {
 			turns = consumerRounds
