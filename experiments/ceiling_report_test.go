@@ -43,3 +43,24 @@ func TestAttachCeilingRounds(t *testing.T) {
 		t.Errorf("only the consumer ran in turns:\n%s", sec)
 	}
 }
+
+// A median of ours above the probe's is said to be at the ceiling, with the
+// spread of the turns: rounds 9.4 M/10.3 M (109 %), 14.9 M/9.2 M (61 %),
+// 9.7 M/11.0 M (113 %), medians 9.7 M and 10.3 M, 106 %.
+func TestCeilingRoundsAboveTheProbe(t *testing.T) {
+	s := &Summary{Averages: []Average{{System: Ours, Test: "consumer", MsgPerS: 8_400_000, OK: true}}}
+	AttachCeiling(s, []CeilingRow{{Probe: "consumer", MsgPerS: 9_700_000, OursMsgPerS: 10_300_000, Seconds: 1, Rounds: []CeilingRound{
+		{9_400_000, 10_300_000}, {14_900_000, 9_200_000}, {9_700_000, 11_000_000}}}})
+	sec := ceilingSection(s)
+	for _, want := range []string{
+		"**consumer: ours is above the probe** (106% on the medians of 3 turns, 62–113% turn by turn): within the spread of the turns",
+		"the figure's own pass 8,400,000 msg/s, 87% of the probe's median.",
+	} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("ceiling section lacks %q:\n%s", want, sec)
+		}
+	}
+	if strings.Contains(sec, "a probe lasting") {
+		t.Errorf("a probe run in turns is not a single reading:\n%s", sec)
+	}
+}
