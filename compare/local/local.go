@@ -109,18 +109,33 @@ func (p *Provider) Start(ctx context.Context, service string) (compare.Server, e
 	default:
 		return nil, fmt.Errorf("%w %q (want zookeeper, kafka, activemq or rabbitmq)", ErrUnknownService, service)
 	}
-	dir, port, err := p.prepare(service)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
-	defer cancel()
-	srv, err := localsvc.StartOn(ctx, p.opts.Host, filepath.Join(p.opts.RepoDir, "scripts"), service, dir, port)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	var dir string
+	var port int
+	var srv *localsvc.Server
+	var err error
+	for attempt := 1; ; attempt++ {
+		if dir, port, err = p.prepare(service); err != nil {
+			return nil, err
+		}
+		srv, err = p.startScript(ctx, service, dir, port)
+		if err == nil {
+			break
+		}
+		// A free port taken before the server bound it (localsvc.PortTaken): another port, a fresh folder.
+		if attempt == 3 || !localsvc.PortTaken(err) || ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStart, err)
+		}
+		p.opts.Log.Warn("port taken before the server bound it; starting on another", "service", service, "port", port, "attempt", attempt)
 	}
 	p.opts.Log.Info("server started", "service", service, "addr", p.opts.Host.Address(), "port", port, "dir", dir, "version", srv.Version)
 	return &scriptServer{p: p, srv: srv}, nil
+}
+
+// startScript runs the service's start script within the provider's start timeout.
+func (p *Provider) startScript(ctx context.Context, service, dir string, port int) (*localsvc.Server, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
+	defer cancel()
+	return localsvc.StartOn(ctx, p.opts.Host, filepath.Join(p.opts.RepoDir, "scripts"), service, dir, port)
 }
 
 // prepare makes the service's own directory and picks a free port on the

@@ -97,6 +97,19 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// PortTaken reports whether a failed start says its port was taken: FreePort's port is free when
+// FreePort returns, but the kernel may hand it out as the source port of a connection before the server
+// binds it (the ephemeral range, 32768-60999 on Linux, covers FreePort's ports). The scripts say "in use"
+// when they see it first, RabbitMQ "eaddrinuse" when its listener does. A caller starts again on another
+// port.
+func PortTaken(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "in use") || strings.Contains(msg, "eaddrinuse")
+}
+
 // Start runs `scripts/<service>.sh start dir port` from the module's scripts/ directory and returns the
 // started server.
 func Start(ctx context.Context, service, dir string, port int) (*Server, error) {

@@ -121,3 +121,20 @@ func TestStartFromFailure(t *testing.T) {
 		t.Error("a service without a script started")
 	}
 }
+
+// A start that lost its port says so in the script's words or in RabbitMQ's; nothing else is a lost port.
+func TestPortTaken(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New("rabbitmq.sh: start: AMQP port 36821 is already in use"), true},
+		{errors.New(`{listen_error,{acceptor,{127,0,0,1},36821},eaddrinuse}`), true},
+		{errors.New("activemq.sh: start: the broker exited"), false},
+	} {
+		if got := PortTaken(c.err); got != c.want {
+			t.Errorf("PortTaken(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package localsvc
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 )
@@ -34,7 +33,7 @@ func StartT(t testing.TB, service string) *Server {
 			return s
 		}
 		lastErr = err
-		if !strings.Contains(err.Error(), "in use") {
+		if !PortTaken(err) {
 			break
 		}
 	}
