@@ -109,47 +109,35 @@ func (p *Provider) Start(ctx context.Context, service string) (compare.Server, e
 	default:
 		return nil, fmt.Errorf("%w %q (want zookeeper, kafka, activemq or rabbitmq)", ErrUnknownService, service)
 	}
-	var dir string
-	var port int
-	var srv *localsvc.Server
-	var err error
-	for attempt := 1; ; attempt++ {
-		if dir, port, err = p.prepare(service); err != nil {
-			return nil, err
-		}
-		srv, err = p.startScript(ctx, service, dir, port)
-		if err == nil {
-			break
-		}
-		// A free port taken before the server bound it (localsvc.PortTaken): another port, a fresh folder.
-		if attempt == 3 || !localsvc.PortTaken(err) || ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %w", ErrStart, err)
-		}
-		p.opts.Log.Warn("port taken before the server bound it; starting on another", "service", service, "port", port, "attempt", attempt)
+	srv, err := localsvc.StartOnFreePort(ctx, p.opts.Host, filepath.Join(p.opts.RepoDir, "scripts"), service, p.opts.StartTimeout,
+		func() (string, error) { return p.newDir(service) })
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	p.opts.Log.Info("server started", "service", service, "addr", p.opts.Host.Address(), "port", port, "dir", dir, "version", srv.Version)
+	p.opts.Log.Info("server started", "service", service, "addr", p.opts.Host.Address(), "port", srv.Port, "dir", srv.Dir, "version", srv.Version)
 	return &scriptServer{p: p, srv: srv}, nil
-}
-
-// startScript runs the service's start script within the provider's start timeout.
-func (p *Provider) startScript(ctx context.Context, service, dir string, port int) (*localsvc.Server, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
-	defer cancel()
-	return localsvc.StartOn(ctx, p.opts.Host, filepath.Join(p.opts.RepoDir, "scripts"), service, dir, port)
 }
 
 // prepare makes the service's own directory and picks a free port on the
 // servers' host.
 func (p *Provider) prepare(service string) (dir string, port int, err error) {
-	p.mu.Lock()
-	p.n++
-	dir = filepath.Join(p.root, fmt.Sprintf("%s-%d", service, p.n))
-	p.mu.Unlock()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", 0, fmt.Errorf("local: create %s: %w", dir, err)
+	if dir, err = p.newDir(service); err != nil {
+		return "", 0, err
 	}
 	port, err = p.opts.Host.Port()
 	return dir, port, err
+}
+
+// newDir makes a new folder of the service's under the provider's root.
+func (p *Provider) newDir(service string) (string, error) {
+	p.mu.Lock()
+	p.n++
+	dir := filepath.Join(p.root, fmt.Sprintf("%s-%d", service, p.n))
+	p.mu.Unlock()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("local: create %s: %w", dir, err)
+	}
+	return dir, nil
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that nobody listens on now

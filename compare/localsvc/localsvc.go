@@ -110,6 +110,31 @@ func PortTaken(err error) bool {
 	return strings.Contains(msg, "in use") || strings.Contains(msg, "eaddrinuse")
 }
 
+// StartOnFreePort starts service on host on a free port (Host.Port), in the folder newDir makes for each
+// attempt, each bounded by timeout; when the port was taken before the server bound it (PortTaken) it
+// starts again on another, up to three ports. The one retry of StartT and of the local provider.
+func StartOnFreePort(ctx context.Context, host Host, scripts, service string, timeout time.Duration, newDir func() (string, error)) (*Server, error) {
+	var err error
+	for range 3 {
+		var dir string
+		var port int
+		if dir, err = newDir(); err != nil {
+			return nil, err
+		}
+		if port, err = host.Port(); err != nil {
+			return nil, err
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		var s *Server
+		s, err = StartOn(actx, host, scripts, service, dir, port)
+		cancel()
+		if err == nil || !PortTaken(err) || ctx.Err() != nil {
+			return s, err
+		}
+	}
+	return nil, err
+}
+
 // Start runs `scripts/<service>.sh start dir port` from the module's scripts/ directory and returns the
 // started server.
 func Start(ctx context.Context, service, dir string, port int) (*Server, error) {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestScriptsDir(t *testing.T) {
@@ -136,5 +137,36 @@ func TestPortTaken(t *testing.T) {
 		if got := PortTaken(c.err); got != c.want {
 			t.Errorf("PortTaken(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// A start whose port was taken is tried again on another port in a new folder, at most three times; any
+// other failure is not retried.
+func TestStartOnFreePortRetriesATakenPort(t *testing.T) {
+	scripts := fakeScripts(t, "fake")
+	var dirs []string
+	newDir := func(fail int) func() (string, error) {
+		return func() (string, error) {
+			d := t.TempDir()
+			if len(dirs) < fail {
+				if err := os.WriteFile(filepath.Join(d, "fail"), nil, 0o644); err != nil {
+					return "", err
+				}
+			}
+			dirs = append(dirs, d)
+			return d, nil
+		}
+	}
+	s, err := StartOnFreePort(context.Background(), Host{}, scripts, "fake", time.Minute, newDir(2))
+	if err != nil || len(dirs) != 3 || s.Dir != dirs[2] {
+		t.Fatalf("two taken ports, then a start: %d attempts, server %+v, err %v", len(dirs), s, err)
+	}
+	dirs = nil
+	if _, err := StartOnFreePort(context.Background(), Host{}, scripts, "fake", time.Minute, newDir(5)); !PortTaken(err) || len(dirs) != 3 {
+		t.Errorf("ports always taken: %d attempts, err %v; want 3 and the last error", len(dirs), err)
+	}
+	dirs = nil
+	if _, err := StartOnFreePort(context.Background(), Host{}, scripts, "nosuch", time.Minute, newDir(0)); err == nil || len(dirs) != 1 {
+		t.Errorf("a failure other than a taken port: %d attempts, err %v; want 1", len(dirs), err)
 	}
 }

@@ -91,7 +91,7 @@ func measureCeiling(ctx context.Context, o options, stderr io.Writer, probes []s
 			turns = consumerRounds
 		}
 		var row experiments.CeilingRow
-		var probes, seconds, ours []float64
+		var rates, seconds, ours []float64 // the probe's, its seconds, ours, turn by turn
 		for i := range turns {
 			r, err := ceiling.Run(ctx, p, cfg)
 			if err != nil {
@@ -101,7 +101,7 @@ func measureCeiling(ctx context.Context, o options, stderr io.Writer, probes []s
 			if i == 0 {
 				row = experiments.CeilingRow{Probe: r.Probe, PageCacheMB: r.CachedMBBefore}
 			}
-			probes, seconds = append(probes, r.MsgPerS), append(seconds, r.Seconds)
+			rates, seconds = append(rates, r.MsgPerS), append(seconds, r.Seconds)
 			if turns == 1 {
 				continue
 			}
@@ -113,7 +113,7 @@ func measureCeiling(ctx context.Context, o options, stderr io.Writer, probes []s
 			row.Rounds = append(row.Rounds, experiments.CeilingRound{ProbeMsgPerS: r.MsgPerS, OursMsgPerS: rate})
 			fmt.Fprintf(stderr, "reproduce: ceiling %s, round %d of %d: ours %.0f msg/s, %.0f%% of the probe\n", p, i+1, turns, rate, 100*rate/r.MsgPerS)
 		}
-		row.MsgPerS, row.Seconds, row.OursMsgPerS = stats.Median(probes), stats.Median(seconds), stats.Median(ours)
+		row.MsgPerS, row.Seconds, row.OursMsgPerS = stats.Median(rates), stats.Median(seconds), stats.Median(ours)
 		rows = append(rows, row)
 	}
 	return rows, nil
