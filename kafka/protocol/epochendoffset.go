@@ -2,6 +2,10 @@ package protocol
 
 import "encoding/binary"
 
+// ControllerReplicaID is the replica id of an EPOCH_END_OFFSET the controller
+// sends: answered by any replica of the partition, from its own log.
+const ControllerReplicaID int32 = -2
+
 // EpochEndOffsetRequest (id 9) is a follower asking its leader where a
 // leader epoch ends in the leader's log (Kafka's KIP-101
 // OffsetsForLeaderEpoch), so that it can cut off what the leader does not
@@ -18,6 +22,11 @@ import "encoding/binary"
 // asked for, and end offset where it ends: the start of the next epoch, or
 // the leader's log end offset for its current one. Epoch -1 and end -1 mean
 // the leader knows no such epoch.
+//
+// The controller asks too, with replica id ControllerReplicaID, when every
+// in-sync replica of a partition has registered again and the longest log
+// must lead (replication.Decide): then any replica answers from its own log,
+// leader or not.
 type EpochEndOffsetRequest struct {
 	ReplicaID  int32
 	Partitions []EpochQuery

@@ -39,6 +39,10 @@ const (
 	// log refuses appends after a storage error (a full disk; log.ErrStorage)
 	// until it heals. The set was not appended; retrying later may succeed.
 	ErrKafkaStorage ErrorCode = 56
+	// ErrStaleBrokerEpoch is later Kafka's STALE_BROKER_EPOCH (KIP-380): a
+	// LEADER_AND_ISR made for an earlier registration of the broker that got
+	// it. The controller drops it; the new registration gets its own.
+	ErrStaleBrokerEpoch ErrorCode = 77
 )
 
 // Error returns a readable name for the code.
@@ -78,6 +82,8 @@ func (c ErrorCode) Error() string {
 		return "kafka: not enough in-sync replicas after append (20)"
 	case ErrKafkaStorage:
 		return "kafka: storage error on the broker, not appended (56)"
+	case ErrStaleBrokerEpoch:
+		return "kafka: stale broker epoch (77)"
 	}
 	return fmt.Sprintf("kafka: unexpected error code %d", int16(c))
 }

@@ -5,21 +5,26 @@ import "encoding/binary"
 // LeaderAndISRRequest (id 8) is the controller telling a broker which
 // partitions it leads and which it follows (docs/PROTOCOL.md §10):
 //
-//	int32 controller id | int32 controller epoch |
+//	int32 controller id | int32 controller epoch | int64 broker epoch |
 //	int16 brokers | brokers × (int32 id | host | int32 port) |
 //	int16 count | count × (topic | int32 partition | int32 leader | int32 leader epoch |
 //	                       int32 state version | int16 n | n × int32 isr | int16 m | m × int32 replica)
 //
-// The brokers are the live leaders of the partitions listed, so a follower
-// knows where to fetch. A broker refuses the whole request when the
-// controller epoch is older than the newest one it has seen
-// (ErrStaleControllerEpoch in the header), and one partition whose leader
-// epoch is older than the one it has (ErrStaleLeaderEpoch). The answer is
+// The broker epoch is the recipient's, as the controller read it from the
+// recipient's registration (zk.Broker.Epoch). The brokers are the live
+// leaders of the partitions listed, so a follower knows where to fetch. A
+// broker refuses the whole request when the controller epoch is older than
+// the newest one it has seen (ErrStaleControllerEpoch in the header) or the
+// broker epoch is older than its own registration's (ErrStaleBrokerEpoch: the
+// request was made for this broker's previous life), and one partition whose
+// leader epoch is older than the one it has, or that would have it lead an
+// epoch it did not lead in this life (ErrStaleLeaderEpoch). The answer is
 //
 //	header (error) | int16 count | count × (topic | int32 partition | int16 error)
 type LeaderAndISRRequest struct {
 	ControllerID    int32
 	ControllerEpoch int32
+	BrokerEpoch     int64 // the recipient's broker epoch; 0: not known
 	Brokers         []BrokerAddr
 	Partitions      []PartitionState
 }
@@ -45,6 +50,7 @@ func (l LeaderAndISRRequest) AppendTo(dst []byte) []byte {
 	dst = appendRequestHeader(dst, RequestLeaderAndISR, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(l.ControllerID))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(l.ControllerEpoch))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(l.BrokerEpoch))
 	dst = appendBrokers(dst, l.Brokers)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(l.Partitions)))
 	for _, p := range l.Partitions {
@@ -63,7 +69,8 @@ func (l LeaderAndISRRequest) AppendTo(dst []byte) []byte {
 // DecodeLeaderAndISR parses a LEADER_AND_ISR body.
 func DecodeLeaderAndISR(body []byte) (LeaderAndISRRequest, error) {
 	r := reader{b: body, kind: "LEADER_AND_ISR"}
-	l := LeaderAndISRRequest{ControllerID: r.int32("controller id"), ControllerEpoch: r.int32("controller epoch")}
+	l := LeaderAndISRRequest{ControllerID: r.int32("controller id"), ControllerEpoch: r.int32("controller epoch"),
+		BrokerEpoch: r.int64("broker epoch")}
 	l.Brokers = readBrokers(&r)
 	n := r.count(2 + 4*5 + 2 + 2)
 	for i := 0; i < n && r.err == nil; i++ {

@@ -116,7 +116,7 @@ func TestReplicaFetchRoundTrip(t *testing.T) {
 }
 
 func TestLeaderAndISRRoundTrip(t *testing.T) {
-	req := LeaderAndISRRequest{ControllerID: 1, ControllerEpoch: 4, Brokers: []BrokerAddr{{ID: 1, Host: "h", Port: 1}},
+	req := LeaderAndISRRequest{ControllerID: 1, ControllerEpoch: 4, BrokerEpoch: 1 << 40, Brokers: []BrokerAddr{{ID: 1, Host: "h", Port: 1}},
 		Partitions: []PartitionState{{Topic: "r", Partition: 0, Leader: 1, LeaderEpoch: 2, Version: 5, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 0}},
 			{Topic: "r", Partition: 1, Leader: -1, LeaderEpoch: 9, ISR: []int32{2}, Replicas: []int32{2}}}}
 	back, err := DecodeRequest(RequestLeaderAndISR, frame(t, req))

@@ -42,7 +42,7 @@ func (m *Manager) electionLoop() {
 		err := m.zk.CreateEphemeral(zk.ControllerPath, marshalController(m.cfg.BrokerID, time.Now()))
 		if err == nil {
 			c := &controller{m: m, lg: m.lg.With("role", "controller"), sent: map[int32]map[TopicPartition]sentState{},
-				creators: map[int32]string{}, senders: map[int32]*sender{}}
+				epochs: map[int32]int64{}, senders: map[int32]*sender{}}
 			c.run(sessions)
 			continue
 		}
@@ -121,7 +121,7 @@ type controller struct {
 	lastImbalanceCheck time.Time // auto.leader.rebalance.enable: the last pass that moved leaders back
 
 	sent     map[int32]map[TopicPartition]sentState // per live broker: what it was last sent
-	creators map[int32]string                       // per live broker: its registration's creator (a restart changes it)
+	epochs   map[int32]int64                        // per live broker: its broker epoch (a new registration changes it)
 	senders  map[int32]*sender
 }
 
@@ -291,93 +291,105 @@ func (c *controller) reconcile() error {
 	return failed
 }
 
-// decide reads one partition's state, changes it where the rules say so (a conditional set), and returns
-// what it is now.
+// decide reads one partition's state, applies the rules (Decide, election.go), asks the brokers where their
+// logs end when the rules need it, writes the new state where the rules changed it (a conditional set) and
+// returns what it is now.
 func (c *controller) decide(tp TopicPartition, replicas []int32, live map[int32]zk.Broker, preferred bool) (State, error) {
 	m := c.m
 	s, err := ReadState(m.zk, tp.Topic, int(tp.Partition))
-	if errors.Is(err, zk.ErrNoNode) {
-		// A new partition: the first live replica leads, the live replicas are in sync (there is nothing to
-		// be out of sync with yet); with none alive every replica counts as in sync.
-		ns := State{ControllerEpoch: c.epoch, Leader: -1, ZKVersion: -1}
-		for _, r := range replicas {
-			if _, ok := live[r]; ok {
-				ns.ISR = append(ns.ISR, r)
-			}
+	exists := err == nil
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return State{}, err
+	}
+	f := Facts{State: s, Exists: exists, Replicas: replicas, Live: map[int32]int64{}, Preferred: preferred,
+		Unclean: m.cfg.UncleanLeaderElection}
+	for id, b := range live {
+		f.Live[id] = b.Epoch
+	}
+	d := Decide(f)
+	if len(d.Ask) > 0 {
+		f.LogEnds = c.askLogEnds(tp, d.Ask, s.LeaderEpoch, live)
+		if d = Decide(f); len(d.Ask) > 0 {
+			return s, fmt.Errorf("replication: %s: every ISR member registered again; waiting for brokers %v to say where their logs end", tp, d.Ask)
 		}
-		if len(ns.ISR) > 0 {
-			ns.Leader = ns.ISR[0]
-		} else {
-			ns.ISR = slices.Clone(replicas)
-		}
+	}
+	if !d.Change {
+		return s, nil
+	}
+	ns := d.State
+	ns.ControllerEpoch = c.epoch
+	if !exists {
 		if err := m.zk.EnsurePath(zk.TopicPartitionsPath(tp.Topic) + "/" + strconv.Itoa(int(tp.Partition))); err != nil {
 			return State{}, err
 		}
-		written, err := c.writeState(tp, ns)
-		if err != nil {
-			return State{}, err
-		}
-		c.lg.Info("replication: new partition", "partition", tp.String(), "leader", ns.Leader, "isr", ns.ISR)
-		return written, nil
 	}
-	if err != nil {
-		return State{}, err
-	}
-	ns := s
-	ns.ISR = nil
-	for _, r := range s.ISR {
-		if _, ok := live[r]; ok {
-			ns.ISR = append(ns.ISR, r)
-		}
-	}
-	_, leaderLive := live[s.Leader]
-	why := ""
-	switch {
-	case !leaderLive || s.Leader < 0:
-		cand := int32(-1)
-		for _, r := range replicas {
-			if slices.Contains(ns.ISR, r) {
-				cand = r
-				break
-			}
-		}
-		switch {
-		case cand >= 0:
-			ns.Leader, ns.LeaderEpoch, why = cand, s.LeaderEpoch+1, "leader election"
-		case m.cfg.UncleanLeaderElection:
-			for _, r := range replicas {
-				if _, ok := live[r]; ok {
-					cand = r
-					break
-				}
-			}
-			if cand >= 0 {
-				ns.Leader, ns.LeaderEpoch, ns.ISR, why = cand, s.LeaderEpoch+1, []int32{cand}, "UNCLEAN leader election (committed messages may be lost)"
-			}
-		}
-		if cand < 0 {
-			// Offline: keep the ISR as it was, so that a clean election can happen when one of them returns.
-			ns.Leader, ns.ISR = -1, s.ISR
-			if s.Leader >= 0 {
-				why = "offline: no live replica in the ISR (unclean.leader.election.enable=false)"
-			}
-		}
-	case preferred && replicas[0] != s.Leader && slices.Contains(ns.ISR, replicas[0]):
-		ns.Leader, ns.LeaderEpoch, why = replicas[0], s.LeaderEpoch+1, "preferred replica election"
-	case len(ns.ISR) < len(s.ISR):
-		why = "dead brokers leave the ISR"
-	}
-	if why == "" {
-		return s, nil
-	}
-	ns.ControllerEpoch = c.epoch
 	written, err := c.writeState(tp, ns)
 	if err != nil {
 		return State{}, fmt.Errorf("replication: write state of %s: %w", tp, err)
 	}
-	c.lg.Info("replication: partition state changed", "partition", tp.String(), "why", why, "leader", ns.Leader,
-		"leaderEpoch", ns.LeaderEpoch, "isr", ns.ISR, "was", fmt.Sprintf("leader %d epoch %d isr %v", s.Leader, s.LeaderEpoch, s.ISR))
+	if !exists {
+		c.lg.Info("replication: new partition", "partition", tp.String(), "leader", ns.Leader, "isr", ns.ISR)
+		return written, nil
+	}
+	c.lg.Info("replication: partition state changed", "partition", tp.String(), "why", d.Why, "leader", ns.Leader,
+		"leaderEpoch", ns.LeaderEpoch, "isr", ns.ISR, "brokerEpochs", ns.BrokerEpochs,
+		"was", fmt.Sprintf("leader %d epoch %d isr %v brokerEpochs %v", s.Leader, s.LeaderEpoch, s.ISR, s.BrokerEpochs))
 	return written, nil
+}
+
+// askLogEnds asks each broker of ids where its replica of tp ends (EPOCH_END_OFFSET from the controller,
+// replica id protocol.ControllerReplicaID, for the partition's current leader epoch). A broker that does not
+// answer is left out: the rules then ask again at the next pass.
+func (c *controller) askLogEnds(tp TopicPartition, ids []int32, epoch int32, live map[int32]zk.Broker) map[int32]LogEnd {
+	out := map[int32]LogEnd{}
+	timeout := min(c.m.cfg.ControllerSocketTimeout, 5*time.Second)
+	for _, id := range ids {
+		b, ok := live[id]
+		if !ok {
+			continue
+		}
+		e, err := askLogEnd(b.Addr(), tp, epoch, timeout)
+		if err != nil {
+			c.lg.Warn("replication: cannot learn where a replica's log ends", "partition", tp.String(), "broker", id, "err", err)
+			continue
+		}
+		out[id] = e
+	}
+	c.lg.Info("replication: asked the ISR where their logs end", "partition", tp.String(), "ends", out)
+	return out
+}
+
+// askLogEnd is one EPOCH_END_OFFSET round trip to addr for tp's replica there.
+func askLogEnd(addr string, tp TopicPartition, epoch int32, timeout time.Duration) (LogEnd, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return LogEnd{}, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	req := protocol.EpochEndOffsetRequest{ReplicaID: protocol.ControllerReplicaID,
+		Partitions: []protocol.EpochQuery{{Topic: tp.Topic, Partition: tp.Partition, Epoch: epoch}}}
+	if _, err := conn.Write(req.AppendTo(nil)); err != nil {
+		return LogEnd{}, err
+	}
+	code, payload, _, err := protocol.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return LogEnd{}, err
+	}
+	if code != protocol.ErrNone {
+		return LogEnd{}, code
+	}
+	ends, err := protocol.DecodeEpochEndResponse(payload)
+	if err != nil {
+		return LogEnd{}, err
+	}
+	if len(ends) != 1 || ends[0].Topic != tp.Topic || ends[0].Partition != tp.Partition {
+		return LogEnd{}, fmt.Errorf("replication: EPOCH_END_OFFSET answer for %s from %s: %v", tp, addr, ends)
+	}
+	if ends[0].Error != protocol.ErrNone {
+		return LogEnd{}, ends[0].Error
+	}
+	return LogEnd{Epoch: ends[0].Epoch, End: ends[0].EndOffset}, nil
 }
 
 // writeState is WriteState fenced by the controller epoch: it happens only while /controller_epoch is at
@@ -396,7 +408,7 @@ func (c *controller) writeState(tp TopicPartition, s State) (State, error) {
 // send queues, for every live broker, the partitions it replicates whose state it has not been sent yet.
 func (c *controller) send(live map[int32]zk.Broker, current map[TopicPartition]protocol.PartitionState) {
 	for id := range c.sent {
-		if b, ok := live[id]; !ok || b.Creator != c.creators[id] {
+		if b, ok := live[id]; !ok || b.Epoch != c.epochs[id] {
 			// Gone, or restarted (a new registration): when it is back it is told everything again.
 			if s := c.senders[id]; s != nil {
 				s.close()
@@ -406,7 +418,7 @@ func (c *controller) send(live map[int32]zk.Broker, current map[TopicPartition]p
 		}
 	}
 	for id, b := range live {
-		c.creators[id] = b.Creator
+		c.epochs[id] = b.Epoch
 	}
 	var addrs []protocol.BrokerAddr
 	for _, id := range slices.Sorted(maps.Keys(live)) {
@@ -443,7 +455,8 @@ func (c *controller) send(live map[int32]zk.Broker, current map[TopicPartition]p
 			s = newSender(c, id, b.Addr())
 			c.senders[id] = s
 		}
-		s.queue(protocol.LeaderAndISRRequest{ControllerID: c.m.cfg.BrokerID, ControllerEpoch: c.epoch, Brokers: addrs, Partitions: batch})
+		s.queue(protocol.LeaderAndISRRequest{ControllerID: c.m.cfg.BrokerID, ControllerEpoch: c.epoch, BrokerEpoch: b.Epoch,
+			Brokers: addrs, Partitions: batch})
 	}
 }
 
@@ -545,8 +558,10 @@ func (s *sender) run() {
 			failures = 0
 			continue
 		}
-		if errors.Is(err, protocol.ErrStaleControllerEpoch) {
-			s.c.lg.Warn("replication: a broker has seen a newer controller; dropping the request", "broker", s.id)
+		if errors.Is(err, protocol.ErrStaleControllerEpoch) || errors.Is(err, protocol.ErrStaleBrokerEpoch) {
+			// A newer controller, or a broker registered again since this request was made for it (the
+			// registry's watch brings the controller back with what the new registration needs).
+			s.c.lg.Warn("replication: a broker refused a stale request; dropping it", "broker", s.id, "err", err)
 			s.mu.Lock()
 			s.pending = s.pending[1:]
 			s.mu.Unlock()

@@ -104,12 +104,35 @@
 //     unclean.leader.election.enable is true, in which case any live replica
 //     becomes leader and committed messages can be lost;
 //   - a broker comes back: it is told to follow, and rejoins the ISR once it
-//     has caught up (the leader expands the ISR);
+//     has caught up (the leader expands the ISR). A broker that registered
+//     again before the controller saw it gone is a broker that came back all
+//     the same (broker epochs, below);
 //   - /admin/preferred_replica_election: leadership moves back to the
 //     preferred replica where it is alive and in the ISR.
 //
 // Every change is a conditional set on the state node's version, after
-// which the controller sends LEADER_AND_ISR to the partition's replicas.
+// which the controller sends LEADER_AND_ISR to the partition's replicas. The
+// rules are one function of what the controller knows (Decide, election.go);
+// reading ZooKeeper, writing it and sending the requests are around it.
+//
+// # Broker epochs: a restart is a new broker
+//
+// A machine that loses power loses what its page cache held; a broker on it
+// that comes back and registers again before the controller saw its old
+// registration expire must not go on as if nothing happened: leading in the
+// same leader epoch with a shorter log, its followers would truncate to its
+// end and lose acknowledged messages. So every registration has a broker
+// epoch, the czxid of /brokers/ids/<id> (Kafka's KIP-380), and the state node
+// records each ISR member's. A member registered with another epoch has died
+// and come back: it leaves the ISR and, if it led, another member leads in a
+// new epoch. If no member is left in the life it was in sync in, none is
+// known to hold every committed message: the partition waits until every ISR
+// member is back, asks each where its log ends (EPOCH_END_OFFSET from the
+// controller) and the longest log leads. A broker refuses a LEADER_AND_ISR
+// made for its earlier registration, and a replica never leads an epoch its
+// history already holds unless this process took it
+// (TestLeaderNeverContinuesAnEpochAcrossARestart,
+// kafka/faults_restart_test.go for both ways this lost data).
 //
 // # Leader epochs: truncating without losing acknowledged data
 //
@@ -149,7 +172,8 @@
 //
 // # The pieces
 //
-//	controller.go   election, the partition state machine, LEADER_AND_ISR
+//	election.go     the controller's rules: Decide, a function of what it knows
+//	controller.go   the controller's election, its I/O around Decide, LEADER_AND_ISR
 //	zkstate.go      the ZooKeeper nodes and their JSON
 //	assign.go       replica assignment (spread, and --replica-assignment)
 //	partition.go    one partition on one broker: leader or follower, HW, ISR

@@ -32,6 +32,9 @@ type Config struct {
 	UncleanLeaderElection   bool          // unclean.leader.election.enable
 	MinInsyncReplicas       int           // min.insync.replicas
 	Logger                  *slog.Logger  // nil: slog.Default()
+	// BrokerEpoch returns the epoch of this broker's current registration (zk.BrokerRegistry.Epoch); nil
+	// or 0: not known, and LEADER_AND_ISR's broker epoch is not checked.
+	BrokerEpoch func() int64
 }
 
 // DefaultConfig returns 0.8's defaults, and unclean.leader.election.enable=false as Kafka has had since 0.11.
@@ -137,6 +140,9 @@ func NewOnRegistrar(reg any, cfg Config, logs *log.Manager) (*Manager, error) {
 	if !ok {
 		return nil, nil
 	}
+	if e, ok := reg.(interface{ Epoch() int64 }); ok && cfg.BrokerEpoch == nil {
+		cfg.BrokerEpoch = e.Epoch
+	}
 	return New(cfg, zc.Client(), logs)
 }
 
@@ -195,6 +201,14 @@ func (m *Manager) Replicated(topic string) bool {
 	return false
 }
 
+// brokerEpoch is this broker's current broker epoch, 0 when not known.
+func (m *Manager) brokerEpoch() int64 {
+	if m.cfg.BrokerEpoch == nil {
+		return 0
+	}
+	return m.cfg.BrokerEpoch()
+}
+
 // HandleLeaderAndISR applies the controller's decisions for the partitions this broker replicates. A request
 // from a controller older than the newest one seen is refused whole; a partition whose leader epoch is older
 // than the one this broker has is refused alone.
@@ -213,6 +227,11 @@ func (m *Manager) HandleLeaderAndISR(req *protocol.LeaderAndISRRequest) (protoco
 	}
 	m.ctrlEpoch = req.ControllerEpoch
 	m.mu.Unlock()
+	if own := m.brokerEpoch(); req.BrokerEpoch != 0 && own != 0 && req.BrokerEpoch < own {
+		m.lg.Warn("replication: refused LEADER_AND_ISR made for an earlier registration of this broker",
+			"controller", req.ControllerID, "brokerEpoch", req.BrokerEpoch, "current", own)
+		return protocol.ErrStaleBrokerEpoch, nil
+	}
 	addrs := map[int32]protocol.BrokerAddr{}
 	for _, b := range req.Brokers {
 		addrs[b.ID] = b
@@ -245,7 +264,10 @@ func (m *Manager) apply(s protocol.PartitionState, ctrlEpoch int32, addrs map[in
 	}
 	if s.Leader == m.cfg.BrokerID {
 		m.unfollow(tp)
-		if err := p.becomeLeader(s, ctrlEpoch); err != nil {
+		if err := p.becomeLeader(s, ctrlEpoch); errors.Is(err, ErrStaleEpoch) {
+			m.lg.Warn("replication: refused to lead", "partition", tp.String(), "err", err)
+			return protocol.ErrStaleLeaderEpoch
+		} else if err != nil {
 			m.lg.Error("replication: cannot become leader", "partition", tp.String(), "err", err)
 			return protocol.ErrUnknown
 		}
@@ -346,9 +368,12 @@ func (m *Manager) EpochEnd(req *protocol.EpochEndOffsetRequest) []protocol.Epoch
 	out := make([]protocol.EpochEnd, 0, len(req.Partitions))
 	for _, q := range req.Partitions {
 		e := protocol.EpochEnd{Topic: q.Topic, Partition: q.Partition, Epoch: -1, EndOffset: -1}
-		if p := m.Partition(q.Topic, q.Partition); p == nil {
+		switch p := m.Partition(q.Topic, q.Partition); {
+		case p == nil:
 			e.Error = protocol.ErrNotLeaderForPartition
-		} else {
+		case req.ReplicaID == protocol.ControllerReplicaID:
+			e.Epoch, e.EndOffset = p.OwnEpochEnd(q.Epoch)
+		default:
 			e.Epoch, e.EndOffset, e.Error = p.EpochEnd(q.Epoch)
 		}
 		out = append(out, e)

@@ -26,6 +26,7 @@ type Partition struct {
 	mu              sync.Mutex
 	leader          int32 // -1: none known
 	leaderEpoch     int32
+	ledEpoch        int32 // the newest epoch this process has led, -1 for none
 	zkVersion       int32 // of the state node, for the leader's conditional ISR updates
 	controllerEpoch int32
 	replicas        []int32
@@ -62,7 +63,7 @@ type follower struct {
 }
 
 func newPartition(m *Manager, tp TopicPartition, l *log.Log, ec *epochCache, hw int64) *Partition {
-	p := &Partition{m: m, tp: tp, log: l, epoch: ec, leader: -1, hwCh: make(chan struct{})}
+	p := &Partition{m: m, tp: tp, log: l, epoch: ec, leader: -1, ledEpoch: -1, hwCh: make(chan struct{})}
 	p.hw.Store(min(hw, l.LogEndOffset()))
 	return p
 }
@@ -105,6 +106,14 @@ func (p *Partition) becomeLeader(s protocol.PartitionState, controllerEpoch int3
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	was := p.isLeader.Load() && p.leaderEpoch == s.LeaderEpoch
+	// A leader never continues an epoch across a restart: an epoch this replica's history already holds was
+	// led by someone, and if by this broker then by an earlier process of it, whose unflushed end may be lost
+	// (docs/PROTOCOL.md §10, "broker epochs"). Only the process that took the epoch may be told it again.
+	if latest := p.epoch.latest(); s.LeaderEpoch <= latest && s.LeaderEpoch != p.ledEpoch {
+		return fmt.Errorf("%w: %s: asked to lead epoch %d, but this replica's history already reaches epoch %d, not taken by this process",
+			ErrStaleEpoch, p.tp, s.LeaderEpoch, latest)
+	}
+	p.ledEpoch = s.LeaderEpoch
 	p.applyLocked(s, controllerEpoch)
 	if err := p.epoch.assign(s.LeaderEpoch, p.log.LogEndOffset()); err != nil {
 		return err
@@ -466,15 +475,21 @@ func (w waiter) signal() {
 	}
 }
 
-// EpochEnd answers EPOCH_END_OFFSET for this partition (only its leader answers).
+// EpochEnd answers a follower's EPOCH_END_OFFSET for this partition (only its leader answers).
 func (p *Partition) EpochEnd(epoch int32) (int32, int64, protocol.ErrorCode) {
 	if !p.isLeader.Load() {
 		return -1, -1, protocol.ErrNotLeaderForPartition
 	}
+	e, end := p.OwnEpochEnd(epoch)
+	return e, end, protocol.ErrNone
+}
+
+// OwnEpochEnd is where epoch ends in this replica's log, leader or not: the controller's question when
+// the longest log must lead (Decide).
+func (p *Partition) OwnEpochEnd(epoch int32) (int32, int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e, end := p.epoch.endOffset(epoch, p.log.LogEndOffset())
-	return e, end, protocol.ErrNone
+	return p.epoch.endOffset(epoch, p.log.LogEndOffset())
 }
 
 // laggards returns the ISR members that have not caught up for lag.time.max.ms or are more than
@@ -548,42 +563,41 @@ func (p *Partition) applyISR(epoch int32, isr []int32, version int32) bool {
 	return true
 }
 
-// stateForISR is the state node's data for a new ISR, as this leader would write it.
-func (p *Partition) stateForISR(isr []int32) (State, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.isLeader.Load() {
-		return State{}, false
-	}
-	return State{ControllerEpoch: p.controllerEpoch, Leader: p.m.cfg.BrokerID, LeaderEpoch: p.leaderEpoch,
-		ISR: isr, ZKVersion: p.zkVersion}, true
-}
-
 // changeISR writes a new ISR, edit(current ISR), for a partition this broker leads (a conditional set on the
-// state node), and installs it if the write won; edit returning nil means no change. A lost race re-reads the
-// node: if the controller changed nothing but the ISR and version (it may have removed a dead broker), the
-// edit is applied once more to what it wrote.
+// state node), and installs it if the write won; edit returning nil means no change. It reads the node
+// first: if the controller changed nothing but the ISR and version (it may have removed a dead broker), the
+// edit applies to what it wrote. The node records each member's broker epoch (State.BrokerEpochs): kept for
+// those already in it, this broker's own, and for a follower taken back the one of its registration now.
 func (m *Manager) changeISR(p *Partition, edit func(cur []int32) []int32, why string) {
 	p.isrMu.Lock()
 	defer p.isrMu.Unlock()
 	for attempt := 0; attempt < 2; attempt++ {
+		cur, err := ReadState(m.zk, p.tp.Topic, int(p.tp.Partition))
+		if err != nil {
+			m.lg.Warn("replication: ISR change not made: cannot read the partition state", "partition", p.tp.String(), "err", err)
+			return
+		}
 		p.mu.Lock()
+		if !p.isLeader.Load() || cur.Leader != m.cfg.BrokerID || cur.LeaderEpoch != p.leaderEpoch {
+			p.mu.Unlock()
+			return // the controller moved the partition: its LEADER_AND_ISR will say so
+		}
+		p.zkVersion, p.isr = cur.ZKVersion, p.orderedLocked(cur.ISR)
 		isr := edit(p.isr)
 		if isr != nil {
 			isr = p.orderedLocked(isr)
 		}
+		st := State{ControllerEpoch: p.controllerEpoch, Leader: m.cfg.BrokerID, LeaderEpoch: p.leaderEpoch, ISR: isr,
+			ZKVersion: p.zkVersion}
 		p.mu.Unlock()
-		if isr == nil || len(isr) == 0 {
+		if len(isr) == 0 {
 			return
 		}
-		st, ok := p.stateForISR(isr)
-		if !ok {
-			return
-		}
+		st.BrokerEpochs, st.ISR = m.isrEpochs(cur, isr)
 		written, err := WriteState(m.zk, p.tp.Topic, int(p.tp.Partition), st)
 		if err == nil {
-			if p.applyISR(st.LeaderEpoch, isr, written.ZKVersion) {
-				m.lg.Info("replication: ISR changed", "partition", p.tp.String(), "isr", isr, "why", why)
+			if p.applyISR(st.LeaderEpoch, st.ISR, written.ZKVersion) {
+				m.lg.Info("replication: ISR changed", "partition", p.tp.String(), "isr", st.ISR, "why", why)
 			}
 			return
 		}
@@ -591,13 +605,34 @@ func (m *Manager) changeISR(p *Partition, edit func(cur []int32) []int32, why st
 			m.lg.Warn("replication: ISR change not written", "partition", p.tp.String(), "isr", isr, "err", err)
 			return
 		}
-		cur, err := ReadState(m.zk, p.tp.Topic, int(p.tp.Partition))
-		if err != nil || cur.Leader != m.cfg.BrokerID || cur.LeaderEpoch != st.LeaderEpoch {
-			return // the controller moved the partition: its LEADER_AND_ISR will say so
-		}
-		p.mu.Lock()
-		p.zkVersion = cur.ZKVersion
-		p.isr = p.orderedLocked(cur.ISR)
-		p.mu.Unlock()
 	}
+}
+
+// isrEpochs is the broker epochs to record for a new ISR written over the state cur, and the ISR itself
+// without a follower that is not registered now.
+func (m *Manager) isrEpochs(cur State, isr []int32) (map[int32]int64, []int32) {
+	epochs := map[int32]int64{}
+	out := isr[:0:0]
+	for _, r := range isr {
+		e, known := cur.BrokerEpochs[r]
+		switch {
+		case r == m.cfg.BrokerID:
+			e, known = m.brokerEpoch(), true
+		case !known || !slices.Contains(cur.ISR, r):
+			_, created, err := m.zk.GetCreated(zk.BrokerIDPath(int(r)))
+			if err != nil {
+				m.lg.Warn("replication: not taking a follower into the ISR: its registration cannot be read", "broker", r, "err", err)
+				continue
+			}
+			e, known = created, true
+		}
+		if known && e != 0 {
+			epochs[r] = e
+		}
+		out = append(out, r)
+	}
+	if len(epochs) == 0 {
+		epochs = nil
+	}
+	return epochs, out
 }

@@ -35,15 +35,19 @@ func ParseAssignment(topicName string, data []byte) (Assignment, error) {
 }
 
 // State is a partition's state node, /brokers/topics/<topic>/partitions/<p>/state:
-// {"controller_epoch":3,"leader":1,"version":1,"leader_epoch":7,"isr":[1,2,0]}. It changes only by a
-// conditional set on the node's version (ZKVersion, not part of the JSON).
+// {"controller_epoch":3,"leader":1,"version":1,"leader_epoch":7,"isr":[1,2,0],
+// "broker_epochs":{"0":4294967339,"1":4294967311,"2":4294967352}}. 0.8's node had the first five fields;
+// broker_epochs records, for each ISR member, the broker epoch (zk.Broker.Epoch) of the registration it
+// was in sync in (Decide says why). It changes only by a conditional set on the node's version (ZKVersion,
+// not part of the JSON).
 type State struct {
-	ControllerEpoch int32   `json:"controller_epoch"`
-	Leader          int32   `json:"leader"`
-	Version         int     `json:"version"`
-	LeaderEpoch     int32   `json:"leader_epoch"`
-	ISR             []int32 `json:"isr"`
-	ZKVersion       int32   `json:"-"`
+	ControllerEpoch int32           `json:"controller_epoch"`
+	Leader          int32           `json:"leader"`
+	Version         int             `json:"version"`
+	LeaderEpoch     int32           `json:"leader_epoch"`
+	ISR             []int32         `json:"isr"`
+	BrokerEpochs    map[int32]int64 `json:"broker_epochs,omitempty"`
+	ZKVersion       int32           `json:"-"`
 }
 
 // Marshal is the node's data.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +23,8 @@ type BrokerRegistry struct {
 	port    int
 	timeout time.Duration
 	log     *slog.Logger
+
+	epoch atomic.Int64 // the czxid of this broker's current registration (Broker.Epoch)
 
 	mu     sync.Mutex
 	topics map[string]int
@@ -66,6 +69,10 @@ func NewBrokerRegistryOptions(connect string, brokerID int, host string, port in
 // Client is the registry's ZooKeeper session.
 func (r *BrokerRegistry) Client() *Client { return r.c }
 
+// Epoch is the broker epoch of this broker's current registration (Broker.Epoch): it changes when a new
+// session registers the broker again.
+func (r *BrokerRegistry) Epoch() int64 { return r.epoch.Load() }
+
 // registerBroker creates /brokers/ids/<id>. A node left by this broker's previous, not yet expired session
 // (a quick restart) is waited out for one session timeout; after that the id belongs to someone else.
 func (r *BrokerRegistry) registerBroker() error {
@@ -76,7 +83,7 @@ func (r *BrokerRegistry) registerBroker() error {
 		data := creator + ":" + r.host + ":" + strconv.Itoa(r.port)
 		err := r.c.CreateEphemeral(p, []byte(data))
 		if err == nil || r.ownedByUs(p, err) {
-			return nil
+			return r.readEpoch(p)
 		}
 		if !errors.Is(err, ErrNodeExists) {
 			return fmt.Errorf("zk: register broker %d: %w", r.id, err)
@@ -91,6 +98,20 @@ func (r *BrokerRegistry) registerBroker() error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// readEpoch records the czxid of the registration this session just made as the broker epoch.
+func (r *BrokerRegistry) readEpoch(p string) error {
+	a, _ := r.c.abs(p)
+	ok, st, err := r.c.conn.Exists(a)
+	switch {
+	case err != nil:
+		return fmt.Errorf("zk: register broker %d: read its epoch: %w", r.id, err)
+	case !ok || st.EphemeralOwner != r.c.SessionID():
+		return fmt.Errorf("zk: register broker %d: %s is gone or not this session's right after it was created", r.id, p)
+	}
+	r.epoch.Store(st.Czxid)
+	return nil
 }
 
 // ownedByUs reports whether err is "node exists" for a node this very session created (a create retried

@@ -37,7 +37,7 @@ func ReadBrokers(c *Client, ids []string, lg *slog.Logger) (map[int]Broker, erro
 			lg.Warn("ignoring a broker registration whose name is not a number", "node", s)
 			continue
 		}
-		data, err := c.Get(BrokerIDPath(id))
+		data, epoch, err := c.GetCreated(BrokerIDPath(id))
 		if errors.Is(err, ErrNoNode) {
 			continue
 		}
@@ -49,6 +49,7 @@ func ReadBrokers(c *Client, ids []string, lg *slog.Logger) (map[int]Broker, erro
 			lg.Warn("ignoring a broker registration", "err", err)
 			continue
 		}
+		b.Epoch = epoch
 		out[id] = b
 	}
 	return out, nil

@@ -21,6 +21,10 @@ type Broker struct {
 	Creator string // "<host>-<ms timestamp>"
 	Host    string
 	Port    int
+	// Epoch is the broker epoch: the zxid of the transaction that created this registration node (its
+	// czxid). Every registration, a restart's or a new session's, gets a larger one, so a changed epoch
+	// means the broker died (or lost its session) and came back. 0: not read (ParseBroker alone).
+	Epoch int64
 }
 
 // Addr is "host:port".

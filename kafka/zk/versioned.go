@@ -20,17 +20,18 @@ func (c *Client) GetVersion(p string) ([]byte, int32, error) {
 	return data, st.Version, nil
 }
 
-// GetVersionW is GetVersion with a one-shot watch on the node.
-func (c *Client) GetVersionW(p string) ([]byte, int32, <-chan gozk.Event, error) {
+// GetCreated returns the data of a node and the zxid of the transaction that created it (its czxid): a
+// broker registration's epoch (Broker.Epoch).
+func (c *Client) GetCreated(p string) ([]byte, int64, error) {
 	a, err := c.abs(p)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, err
 	}
-	data, st, w, err := c.conn.GetW(a)
+	data, st, err := c.conn.Get(a)
 	if err != nil {
-		return nil, 0, nil, opErr("get", p, err)
+		return nil, 0, opErr("get", p, err)
 	}
-	return data, st.Version, c.relay(w), nil
+	return data, st.Czxid, nil
 }
 
 // SetVersion replaces the data of a node only if its version is still version, and returns the new version.

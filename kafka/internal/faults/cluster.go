@@ -376,3 +376,59 @@ func (c *Cluster) WaitSameSize(topic string, p int, timeout time.Duration, bs ..
 		}
 	}
 }
+
+// Set changes one of the broker's server.properties for its next start (Restart).
+func (b *Broker) Set(key, value string) { b.ovr[key] = value }
+
+// CutTail cuts n bytes off the end of a partition's newest segment file in the broker's log.dir (all of it if
+// it is shorter), as a machine that lost power loses what it had not flushed; the broker must not be
+// running. It returns how many bytes it cut.
+func (b *Broker) CutTail(topic string, p int, n int64) int64 {
+	b.c.t.Helper()
+	if b.up {
+		b.c.t.Fatalf("faults: cutting the log of broker %d while it runs", b.ID)
+	}
+	seg := b.LastSegment(topic, p)
+	st, err := os.Stat(seg)
+	if err != nil {
+		b.c.t.Fatal(err)
+	}
+	n = min(n, st.Size())
+	if err := os.Truncate(seg, st.Size()-n); err != nil {
+		b.c.t.Fatal(err)
+	}
+	return n
+}
+
+// Controller is the id of the broker ZooKeeper names as the controller, -1 if none.
+func (c *Cluster) Controller() int {
+	id, err := replication.ReadController(c.zk)
+	if err != nil {
+		return -1
+	}
+	return int(id)
+}
+
+// BrokerEpoch is the broker epoch of broker id's registration now (zk.Broker.Epoch), 0 if it is not
+// registered.
+func (c *Cluster) BrokerEpoch(id int) int64 {
+	live, err := replication.LiveBrokers(c.zk)
+	if err != nil {
+		return 0
+	}
+	return live[int32(id)].Epoch
+}
+
+// WaitRegisteredAgain waits until broker id is registered with a broker epoch other than old (its earlier
+// session has expired and it registered in a new one), and returns the new epoch.
+func (c *Cluster) WaitRegisteredAgain(id int, old int64, timeout time.Duration) int64 {
+	c.t.Helper()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		if e := c.BrokerEpoch(id); e != 0 && e != old {
+			return e
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("faults: broker %d not registered again within %v (epoch still %d)", id, timeout, c.BrokerEpoch(id))
+		}
+	}
+}
