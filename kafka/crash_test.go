@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
@@ -274,4 +276,78 @@ func TestCrash_KillDamageRestart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(logDir, ".kafka_cleanshutdown")); err != nil {
 		t.Fatalf("no clean-shutdown marker after SIGTERM: %v", err)
 	}
+}
+
+// Two brokers on one log.dir (the textbook's step 6 with log.dir forgotten in the copied properties): the
+// second is refused at start with an error naming the directory and the holder, and writes nothing there;
+// the first goes on serving, and after a kill -9 and a restart every message it took is still there (the
+// second's clean-shutdown marker used to make the first's recovery cut them).
+func TestCrash_SecondBrokerOnTheSameLogDirIsRefused(t *testing.T) {
+	bin := kafkabin.Build(t)
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "logs")
+	props := func(name string, id int) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte("brokerid="+strconv.Itoa(id)+"\nhostname=127.0.0.1\nport=0\nlog.dir="+logDir+
+			"\nlog.flush.interval=10000\nlog.default.flush.interval.ms=100\n"), 0o644)
+		return p
+	}
+	first := startServer(t, bin, props("server.properties", 0))
+	cfg := producer.DefaultConfig()
+	cfg.BrokerList = "0:" + first.addr
+	p, err := producer.NewSync(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 3 {
+		if err := p.Send("shared", 0, []byte("message "+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the flush interval: the messages are visible
+
+	before, _ := os.ReadDir(logDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "server-start", props("server-1.properties", 1)).CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Errorf("a second broker on %s did not refuse to start (%v):\n%s", logDir, err, out)
+	}
+	if !strings.Contains(string(out), logDir) || !strings.Contains(string(out), "pid "+strconv.Itoa(first.cmd.Process.Pid)) ||
+		!strings.Contains(string(out), "in use by another process") {
+		t.Errorf("the second broker's error does not name the directory and the holder (pid %d):\n%s", first.cmd.Process.Pid, out)
+	}
+	after, _ := os.ReadDir(logDir)
+	if names(before) != names(after) {
+		t.Errorf("the refused broker changed the log directory: %s → %s", names(before), names(after))
+	}
+
+	first.cmd.Process.Kill()
+	<-first.exited
+	again := startServer(t, bin, props("server.properties", 0))
+	c := consumer.NewSimpleConsumer(again.addr, 10*time.Second)
+	defer c.Close()
+	set, err := c.Fetch("shared", 0, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for it := message.NewIterator(set, 0); it.Next(); {
+		got = append(got, string(it.Message().Payload()))
+	}
+	if len(got) != 3 {
+		t.Errorf("after kill -9 and restart: %q, want the 3 messages", got)
+	}
+	if strings.Contains(again.log(), "bytesRemoved") {
+		t.Errorf("recovery cut bytes:\n%s", again.log())
+	}
+}
+
+func names(es []os.DirEntry) string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return strings.Join(out, " ")
 }

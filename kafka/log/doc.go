@@ -18,6 +18,7 @@
 // On disk (docs/PROTOCOL.md §3):
 //
 //	<log.dir>/
+//	├── .lock                           flock(2)ed by the Manager from open to Close: one broker per directory
 //	├── .kafka_cleanshutdown            written by Manager.Close (each partition's last segment and size), removed at start
 //	├── clicks-0/                       topic "clicks", partition 0
 //	│   ├── 00000000000000000000.kafka  messages at offsets [0, 536870912)

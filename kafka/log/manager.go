@@ -26,10 +26,11 @@ type partitionKey struct {
 // loads them at start, creates them on first use, fsyncs them on a timer,
 // applies retention periodically, and marks a clean shutdown on Close.
 type Manager struct {
-	dir string
-	cfg Config
-	log *slog.Logger // cfg.logger()
-	st  storage      // osStorage{} except in tests
+	dir  string
+	cfg  Config
+	log  *slog.Logger // cfg.logger()
+	st   storage      // osStorage{} except in tests
+	lock *dirLock     // the log directory's LockFile, held until Close
 
 	mu     sync.RWMutex
 	logs   map[partitionKey]*Log
@@ -57,6 +58,21 @@ func openManager(dir string, cfg Config, st storage) (*Manager, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log: create log directory %s: %w", dir, err)
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := loadManager(dir, cfg, st)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	m.lock = lock
+	return m, nil
+}
+
+// loadManager is openManager's work once the directory is locked.
+func loadManager(dir string, cfg Config, st storage) (*Manager, error) {
 	lg := cfg.logger()
 	marker := filepath.Join(dir, CleanShutdownFile)
 	records, clean, err := readMarker(marker)
@@ -77,7 +93,7 @@ func openManager(dir string, cfg Config, st storage) (*Manager, error) {
 	}
 	m := &Manager{dir: dir, cfg: cfg, log: lg, st: st, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
 	for _, e := range entries {
-		if e.Name() == CleanShutdownFile || e.Name() == ReplicationCheckpointFile || e.Name() == ReplicationCheckpointFile+".tmp" {
+		if e.Name() == CleanShutdownFile || e.Name() == LockFile || e.Name() == ReplicationCheckpointFile || e.Name() == ReplicationCheckpointFile+".tmp" {
 			continue
 		}
 		topic, partition, ok := parsePartitionDir(e.Name())
@@ -302,6 +318,9 @@ func (m *Manager) Close() error {
 		records[filepath.Base(l.dir)] = segmentRecord{last.start, last.size.Load()}
 	}
 	if err := writeMarker(filepath.Join(m.dir, CleanShutdownFile), records); err != nil {
+		errs = append(errs, err)
+	}
+	if err := m.lock.release(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

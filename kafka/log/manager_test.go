@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/topic"
 )
 
@@ -58,9 +60,9 @@ func TestManagerRefusesBadTopicsAndPartitions(t *testing.T) {
 			t.Errorf("GetOrCreate(%s, %d) = %v, want ErrInvalidPartition", c.topic, c.part, err)
 		}
 	}
-	// Nothing was created, inside or outside the log directory.
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Errorf("log dir holds %d entries after refused requests", len(ents))
+	// Nothing was created, inside or outside the log directory (where only the lock file is).
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 || ents[0].Name() != LockFile {
+		t.Errorf("log dir holds %v after refused requests, want only %s", ents, LockFile)
 	}
 	if ents, _ := os.ReadDir(parent); len(ents) != 1 {
 		t.Errorf("parent of the log dir holds %d entries, want only logs/", len(ents))
@@ -224,5 +226,53 @@ func TestManagerLogsThroughConfigLogger(t *testing.T) {
 		if !strings.Contains(l, " component=log") || strings.Contains(l, `msg="log: `) {
 			t.Errorf("line without component=log, or with the old prefix: %s", l)
 		}
+	}
+}
+
+// Two brokers must never share a log.dir: a second Manager on a directory another one holds is refused
+// with ErrDirLocked naming the holder, and touches nothing (the clean-shutdown marker a first start would
+// remove, the partitions it would recover). Once the first one closes, the directory opens again.
+func TestManagerRefusesALockedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	first, err := NewManager(dir, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := first.GetOrCreate("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(message.AppendV0(nil, []byte("kept"))); err != nil {
+		t.Fatal(err)
+	}
+	// A marker as a clean shutdown leaves it: the second manager must not remove it.
+	marker := filepath.Join(dir, CleanShutdownFile)
+	if err := os.WriteFile(marker, []byte("planted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second, err := NewManager(dir, DefaultConfig())
+	if !errors.Is(err, ErrDirLocked) || second != nil {
+		t.Fatalf("second NewManager on a held directory: %v, want ErrDirLocked", err)
+	}
+	if want := "pid " + strconv.Itoa(os.Getpid()); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), dir) {
+		t.Errorf("error %q does not name the directory and the holder (%s)", err, want)
+	}
+	if data, err := os.ReadFile(marker); err != nil || string(data) != "planted" {
+		t.Errorf("the refused manager touched the marker: %q, %v", data, err)
+	}
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := NewManager(dir, DefaultConfig())
+	if err != nil {
+		t.Fatalf("NewManager after the holder closed: %v", err)
+	}
+	defer again.Close()
+	got, ok := again.Get("t", 0)
+	if !ok || got.LogEndOffset() != int64(message.HeaderSizeV0+len("kept")) {
+		t.Errorf("after reopening: partition %v, %v; want the one message kept", got, ok)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/mirror"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/properties"
@@ -71,6 +72,10 @@ func serverStart(args []string, std stdio) error {
 		return err
 	}
 	opts := broker.Options{Logger: logger}
+	// Two brokers must never share a log.dir (the log package's lock): refuse before registering anywhere.
+	if err := log.CheckDirUnlocked(cfg.LogDir); err != nil {
+		return fmt.Errorf("log.dir %s: %w", cfg.LogDir, err)
+	}
 	if cfg.EnableZooKeeper {
 		// §3.2: the broker registers itself and its topics in ZooKeeper.
 		if newRegistrar == nil {
