@@ -203,7 +203,7 @@ func (d *DeepIterator) Consumed() int { return d.outer.Consumed() }
 // Unpack, so the log never stores a wrapper its consumers, and its own
 // recovery, would refuse. count is the number of outer messages. A set
 // without wrappers costs what ValidateWhole costs and allocates nothing;
-// wrappers are unpacked into pooled buffers.
+// a wrapper is checked as it is inflated, in pieces (checkwrapper.go).
 func ValidateWholeDeep(set []byte) (count int, err error) {
 	it := NewIterator(set, 0)
 	for count += it.skipPlain(); it.Next(); count += it.skipPlain() {
@@ -224,7 +224,8 @@ func ValidateWholeDeep(set []byte) (count int, err error) {
 
 // validateOther is ValidateWholeDeep's check of a message at offset that
 // skipPlain left to it (a wrapper, a bad message, an empty magic-0 one): its
-// CRC, and if it is a wrapper, Unpack into a pooled buffer.
+// CRC, and if it is a wrapper, checkWrapper (which checks what Unpack would, without holding the inner
+// set).
 func validateOther(m Message, offset int) error {
 	if !m.Valid() {
 		return fmt.Errorf("%w at offset %d (stored %08x)", ErrChecksum, offset, m.Checksum())
@@ -232,13 +233,7 @@ func validateOther(m Message, offset int) error {
 	if m.Codec() == CodecNone {
 		return nil
 	}
-	buf := unpackBuffers.Get().(*[]byte)
-	var err error
-	*buf, err = Unpack((*buf)[:0], m)
-	if cap(*buf) <= maxPooledBuffer {
-		unpackBuffers.Put(buf)
-	}
-	if err != nil {
+	if err := checkWrapper(m); err != nil {
 		return fmt.Errorf("wrapper at offset %d: %w", offset, err)
 	}
 	return nil

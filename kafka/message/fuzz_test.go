@@ -68,6 +68,12 @@ func FuzzDecompress(f *testing.F) {
 	f.Fuzz(func(t *testing.T, codec uint8, payload []byte) {
 		c := Codec(codec % 3)
 		w := AppendV1(nil, c, payload)
+		if c != CodecNone { // the broker's check in pieces reaches Unpack's verdict
+			_, uerr := Unpack(nil, Message(w))
+			if cerr := checkWrapper(Message(w)); (cerr == nil) != (uerr == nil) {
+				t.Fatalf("%v: checkWrapper %v, Unpack %v", c, cerr, uerr)
+			}
+		}
 		set, err := Decompress(Message(w))
 		if err != nil {
 			return

@@ -78,13 +78,18 @@ func gzipped(b []byte) message.Message {
 var bomb = sync.OnceValue(func() []byte {
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	zw.Write(make([]byte, message.MaxDecompressedSize+1<<20))
+	m := message.AppendV0(nil, make([]byte, 1000))
+	for n := 0; n <= message.MaxDecompressedSize+1<<20; n += len(m) {
+		zw.Write(m)
+	}
 	zw.Close()
 	return buf.Bytes()
 })
 
 // GzipBomb is a gzip stream of about 65 KB that inflates to 1 MiB past
-// message.MaxDecompressedSize (zeros). It is made once per process.
+// message.MaxDecompressedSize: valid magic-0 messages of 1,000 zero bytes,
+// so that only the size is wrong, however far a reader checks as it
+// inflates. It is made once per process.
 func GzipBomb() []byte { return bomb() }
 
 // PlainSet is n magic-0 messages whose payloads are prefix followed by
