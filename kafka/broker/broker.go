@@ -105,9 +105,12 @@ type Broker struct {
 	spare *os.File       // a descriptor kept to refuse waiting clients when out of them (limits.go)
 	shed  atomic.Int64   // waiting clients refused so since the last log line
 
+	refusing chan struct{} // refused connections being answered (refuse), at most maxRefusing
+	evicted  atomic.Int64  // idle connections closed to let new ones in, since the start
+
 	mu      sync.Mutex
 	closing bool
-	conns   map[*net.TCPConn]struct{}
+	conns   map[*net.TCPConn]*connState
 	perIP   map[netip.Addr]int // connections by remote address (limits.go)
 	topics  map[string]bool    // topics known (and registered) so far
 	pending []string           // new topics waiting for registerLoop
@@ -133,7 +136,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		cfg:      cfg,
 		reg:      opts.Registrar,
 		maxFetch: cfg.MaxRequestBytes,
-		conns:    make(map[*net.TCPConn]struct{}),
+		conns:    make(map[*net.TCPConn]*connState),
+		refusing: make(chan struct{}, maxRefusing),
 		perIP:    make(map[netip.Addr]int),
 		mem:      newRequestMemory(cfg.QueuedMaxRequestBytes),
 		lim:      newLimiters(logInterval),
@@ -260,12 +264,12 @@ func (b *Broker) Serve(ctx context.Context) error {
 			return fmt.Errorf("broker: accept on %s: %w", b.ln.Addr(), err)
 		}
 		backoff = 0
-		if why := b.track(c); why != "" {
-			c.Close()
-			b.refused(c, why)
+		st, why := b.track(c)
+		if why != "" {
+			b.refuse(c, why)
 			continue
 		}
-		go b.serveConn(c)
+		go b.serveConn(c, st)
 	}
 }
 

@@ -35,10 +35,12 @@ type Config struct {
 	MaxRequestBytes     int            // max.socket.request.bytes: larger requests close the connection
 
 	// Resource limits (docs/ROBUSTNESS.md), named as later Kafka names them.
-	QueuedMaxRequestBytes int64 // queued.max.request.bytes: request bodies held in memory at once; -1 no budget
-	ConnectionsMaxIdleMs  int   // connections.max.idle.ms: close a connection silent this long; -1 never
-	MaxConnectionsPerIP   int   // max.connections.per.ip: connections from one address; more are refused
-	MaxConnections        int   // max.connections: connections in all; 0 = the descriptor limit minus a reserve
+	QueuedMaxRequestBytes  int64 // queued.max.request.bytes: request bodies held in memory at once; -1 no budget
+	QueuedMaxRequestWaitMs int   // queued.max.request.wait.ms: how long a body over 64 KiB may wait for the budget; -1 for ever
+	RequestMinBytesPerSec  int   // request.min.bytes.per.sec: a body over 64 KiB must arrive this fast (after 10 s); 0 off
+	ConnectionsMaxIdleMs   int   // connections.max.idle.ms: close a connection silent this long; -1 never
+	MaxConnectionsPerIP    int   // max.connections.per.ip: connections from one address; more are refused
+	MaxConnections         int   // max.connections: connections in all; 0 = the descriptor limit minus a reserve
 
 	NumThreads          int    // num.threads: accepted for compatibility (see Broker doc)
 	EnableZooKeeper     bool   // enable.zookeeper: register in ZooKeeper (§3.2)
@@ -79,6 +81,10 @@ func DefaultConfig() Config {
 		MaxRequestBytes:     100 << 20,
 		// Room for two and a half maximum-size requests at once.
 		QueuedMaxRequestBytes: 256 << 20,
+		// A body waits for the budget at most 30 s, and must arrive at 1 MiB/s
+		// after 10 s of grace (100 MiB in 110 s).
+		QueuedMaxRequestWaitMs: 30000,
+		RequestMinBytesPerSec:  1 << 20,
 		// Kafka's defaults: ten minutes, no per-address cap.
 		ConnectionsMaxIdleMs: 600000,
 		MaxConnectionsPerIP:  math.MaxInt32,
@@ -196,6 +202,10 @@ func (c Config) Validate() error {
 	case c.QueuedMaxRequestBytes != -1 && c.QueuedMaxRequestBytes < int64(c.MaxRequestBytes):
 		return bad("queued.max.request.bytes", c.QueuedMaxRequestBytes,
 			fmt.Sprintf("must be -1 (no budget) or at least max.socket.request.bytes (%d), or a request of the maximum size could never be read", c.MaxRequestBytes))
+	case c.QueuedMaxRequestWaitMs != -1 && c.QueuedMaxRequestWaitMs <= 0:
+		return bad("queued.max.request.wait.ms", c.QueuedMaxRequestWaitMs, "must be -1 (for ever) or > 0")
+	case c.RequestMinBytesPerSec < 0:
+		return bad("request.min.bytes.per.sec", c.RequestMinBytesPerSec, "must be >= 0 (0: off)")
 	case c.ConnectionsMaxIdleMs != -1 && c.ConnectionsMaxIdleMs <= 0:
 		return bad("connections.max.idle.ms", c.ConnectionsMaxIdleMs, "must be -1 (never) or > 0")
 	case c.MaxConnectionsPerIP < 1:
@@ -246,6 +256,8 @@ func (c *Config) fields() map[string]properties.Field {
 		"max.socket.request.bytes":                      properties.Int(&c.MaxRequestBytes),
 		"num.threads":                                   properties.Int(&c.NumThreads),
 		"queued.max.request.bytes":                      properties.Int64(&c.QueuedMaxRequestBytes),
+		"queued.max.request.wait.ms":                    properties.Int(&c.QueuedMaxRequestWaitMs),
+		"request.min.bytes.per.sec":                     properties.Int(&c.RequestMinBytesPerSec),
 		"connections.max.idle.ms":                       properties.Int(&c.ConnectionsMaxIdleMs),
 		"max.connections.per.ip":                        properties.Int(&c.MaxConnectionsPerIP),
 		"max.connections":                               properties.Int(&c.MaxConnections),

@@ -40,6 +40,8 @@ type conn struct {
 	send   sender // writes headers and sendfiles chunks
 	logs   map[partKey]*log.Log
 
+	st      *connState    // what the broker knows of this connection (limits.go)
+	idleSet bool          // st.idleSince was set by rearm and not cleared yet
 	idle    time.Duration // connections.max.idle.ms; 0: never
 	armed   bool          // the read deadline was set, at armedAt (rearm)
 	armedAt time.Time
@@ -59,13 +61,14 @@ type conn struct {
 // serveConn reads requests one after the other and answers them in order
 // (docs/PROTOCOL.md §4), until the client hangs up, the broker shuts down, a
 // request is bad or the connection stays silent for connections.max.idle.ms.
-func (b *Broker) serveConn(c *net.TCPConn) {
+func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 	defer b.untrack(c)
 	var cn *conn
 	defer func() { cn.stopAnswers() }()
 	cn = &conn{
 		b:      b,
 		c:      c,
+		st:     st,
 		remote: c.RemoteAddr().String(),
 		r:      bufio.NewReaderSize(c, readBufferSize),
 		out:    make([]byte, 0, 512),
@@ -88,6 +91,10 @@ func (b *Broker) serveConn(c *net.TCPConn) {
 	for {
 		cn.armIdle()
 		id, n, err := cn.readHeader()
+		if cn.idleSet {
+			cn.st.idleSince.Store(0)
+			cn.idleSet = false
+		}
 		var body []byte
 		if err == nil {
 			body, err = cn.readBody(id, n)
@@ -142,7 +149,7 @@ func clientGone(err error) bool {
 // buffered), and every 256 requests anyway. It inlines; rearm does it.
 func (cn *conn) armIdle() {
 	if cn.unarmed++; cn.unarmed >= 256 || cn.r.Buffered() == 0 {
-		cn.rearm()
+		cn.rearm(true)
 	}
 }
 
@@ -153,17 +160,22 @@ func (cn *conn) armIdle() {
 const idleSlack = 64
 
 // rearm makes sure the read deadline is at least connections.max.idle.ms
-// away (if there is one). A batch-1 producer's requests find the buffer
+// away (if there is one); between says the connection is between requests,
+// so with nothing buffered it is idle from now (connState). A batch-1 producer's requests find the buffer
 // empty whenever the broker keeps up, so this runs for every request;
 // moving the deadline (SetReadDeadline, ~650 instructions) is done only
 // once the last move is idle/idleSlack old, and costs a clock read
 // otherwise.
-func (cn *conn) rearm() {
+func (cn *conn) rearm(between bool) {
 	cn.unarmed = 0
 	if cn.idle <= 0 {
 		return
 	}
 	now := time.Now()
+	if between && cn.r.Buffered() == 0 { // waiting for the next request: idle, and evictable at a limit (limits.go)
+		cn.st.idleSince.Store(now.UnixNano())
+		cn.idleSet = true
+	}
 	if cn.armed && now.Sub(cn.armedAt) < cn.idle/idleSlack {
 		return // the deadline is armedAt+idle+slack, more than idle from now
 	}
@@ -184,19 +196,24 @@ func (cn *conn) readHeader() (int16, int, error) {
 	return protocol.ReadRequestHeader(cn.r, cn.hdr[:], cn.b.cfg.MaxRequestBytes)
 }
 
-// bodyChunk: a large body is read this much at a time, the idle deadline
-// pushed back before each, so a client sending a 100 MiB request slowly
-// is not cut off while bytes keep coming.
+// bodyChunk: a large body is read this much at a time, its deadline moved
+// before each (bodyDeadline).
 const bodyChunk = 1 << 20
+
+// bodyGrace is how long a large body may take beyond what
+// request.min.bytes.per.sec asks of it.
+const bodyGrace = 10 * time.Second
 
 // readBody reads the n-byte body of a request whose header was just read.
 // A body of at most smallRequestBytes is served in place, in the
 // connection's read buffer (bufio.Reader.Peek: no copy; the bytes stay
 // valid until releaseBody discards them, and the connection reads nothing
 // before that); a larger one waits for the broker's request memory budget
-// (memory.go) and is then read into a buffer of exactly n bytes, which
-// releaseBody gives back (without a budget, into a fresh buffer grown as
-// the bytes arrive, as 0.7 did).
+// (memory.go), at most queued.max.request.wait.ms, and is then read into a
+// buffer of exactly n bytes, which releaseBody gives back (without a budget,
+// into a fresh buffer grown as the bytes arrive, as 0.7 did). A large body
+// must keep arriving at request.min.bytes.per.sec (bodyDeadline), so a
+// client that trickles it cannot hold its share of the budget for long.
 func (cn *conn) readBody(id int16, n int) ([]byte, error) {
 	if n <= smallRequestBytes {
 		body, err := cn.r.Peek(n)
@@ -206,25 +223,50 @@ func (cn *conn) readBody(id int16, n int) ([]byte, error) {
 		cn.held = n
 		return body, nil
 	}
-	body, err := cn.b.mem.get(n, cn.b.stopping)
+	wait := time.Duration(cn.b.cfg.QueuedMaxRequestWaitMs) * time.Millisecond
+	body, err := cn.b.mem.get(n, cn.b.stopping, wait)
 	if err != nil {
 		return nil, err
 	}
 	if body == nil { // queued.max.request.bytes=-1
-		cn.rearm()
+		cn.rearm(false)
 		if body, _, err = protocol.ReadBody(cn.r, nil, n); err != nil {
 			return nil, bodyError(id, n, err)
 		}
 		return body, nil
 	}
 	cn.big = body
+	start := time.Now()
 	for off := 0; off < n; off += bodyChunk {
-		cn.rearm()
-		if _, err := io.ReadFull(cn.r, body[off:min(off+bodyChunk, n)]); err != nil {
+		end := min(off+bodyChunk, n)
+		cn.bodyDeadline(start, end)
+		if _, err := io.ReadFull(cn.r, body[off:end]); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && cn.b.cfg.RequestMinBytesPerSec > 0 {
+				return nil, fmt.Errorf("%w: %d-byte %s body, %d bytes in %v (request.min.bytes.per.sec=%d)", errBodyTooSlow,
+					n, protocol.RequestName(id), off, time.Since(start).Round(time.Millisecond), cn.b.cfg.RequestMinBytesPerSec)
+			}
 			return nil, bodyError(id, n, err)
 		}
 	}
+	cn.armed = false // the next armIdle sets the idle deadline again
 	return body, nil
+}
+
+// bodyDeadline sets the read deadline for a large body's bytes up to end,
+// begun at start: with request.min.bytes.per.sec, they must have come by
+// start + bodyGrace + end / rate (or the idle deadline, if that is sooner);
+// without, the idle deadline moves on as for any read.
+func (cn *conn) bodyDeadline(start time.Time, end int) {
+	rate := cn.b.cfg.RequestMinBytesPerSec
+	if rate <= 0 {
+		cn.rearm(false)
+		return
+	}
+	d := start.Add(bodyGrace + time.Duration(float64(end)/float64(rate)*float64(time.Second)))
+	if idle := time.Now().Add(cn.idle); cn.idle > 0 && idle.Before(d) {
+		d = idle
+	}
+	cn.c.SetReadDeadline(d)
 }
 
 // bodyError is a failed read of an n-byte body; io.EOF there means the
@@ -249,7 +291,7 @@ func (cn *conn) releaseBody() {
 		return
 	}
 	cn.dec.Forget()
-	cn.b.mem.put(cn.big)
+	cn.b.mem.put(cn.big, len(cn.big))
 	cn.big = nil
 }
 

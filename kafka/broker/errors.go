@@ -14,3 +14,7 @@ var errMemoryClosed = errors.New("broker: shutting down, request not read")
 // the answers queued before a request were not all written, because the
 // connection or the broker is ending (ackedanswers.go).
 var errAnswererClosed = errors.New("broker: connection ending, acks=-1 answers not written")
+
+// errBodyTooSlow: a request body over 64 KiB did not keep arriving at
+// request.min.bytes.per.sec; the connection is closed.
+var errBodyTooSlow = errors.New("broker: request body arriving too slowly")

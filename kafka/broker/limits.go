@@ -1,13 +1,18 @@
 package broker
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 // Connection limits (docs/ROBUSTNESS.md). A connection over
@@ -21,37 +26,85 @@ import (
 // backlog with a spare descriptor kept for that (so they are told no rather
 // than left hanging), and logs once per interval.
 
-// track records a new connection so Close can close it, or returns why it
-// is refused: the broker is closing, or a limit is reached.
-func (b *Broker) track(c *net.TCPConn) (refused string) {
+// connState is what the broker knows of one open connection beyond its socket: since when it has been
+// waiting for a request with nothing buffered (idle), for eviction at a limit.
+type connState struct {
+	idleSince atomic.Int64 // unix nanoseconds; 0 while a request is being read or served
+}
+
+// evictIdleAfter: at a connection limit, a connection silent at least this long may be closed to let a new
+// one in (the longest silent first), so that idle connections cannot keep new clients out.
+const evictIdleAfter = time.Second
+
+// track records a new connection so Close can close it, or returns why it is refused: the broker is
+// closing, or a limit is reached and no connection has been idle long enough to give way to it.
+func (b *Broker) track(c *net.TCPConn) (_ *connState, refused string) {
 	ip := remoteIP(c)
 	limit := b.connectionLimit()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case b.closing:
-		return "the broker is shutting down"
-	case b.perIP[ip] >= b.cfg.MaxConnectionsPerIP:
-		return fmt.Sprintf("max.connections.per.ip=%d reached for %s", b.cfg.MaxConnectionsPerIP, ip)
-	case len(b.conns) >= limit:
+		return nil, "the broker is shutting down"
+	case b.perIP[ip] >= b.cfg.MaxConnectionsPerIP && !b.evictIdleLocked(&ip):
+		return nil, fmt.Sprintf("max.connections.per.ip=%d reached for %s, none of its connections idle for %v", b.cfg.MaxConnectionsPerIP, ip, evictIdleAfter)
+	case len(b.conns) >= limit && !b.evictIdleLocked(nil):
 		if b.cfg.MaxConnections > 0 {
-			return fmt.Sprintf("max.connections=%d reached", limit)
+			return nil, fmt.Sprintf("max.connections=%d reached, no connection idle for %v", limit, evictIdleAfter)
 		}
-		return fmt.Sprintf("%d connections, the descriptor limit less a reserve (max.connections=0)", limit)
+		return nil, fmt.Sprintf("%d connections, the descriptor limit less a reserve (max.connections=0), no connection idle for %v", limit, evictIdleAfter)
 	}
-	b.conns[c] = struct{}{}
+	st := &connState{}
+	b.conns[c] = st
 	b.perIP[ip]++
 	b.connWG.Add(1)
-	return ""
+	return st, ""
 }
 
-func (b *Broker) untrack(c *net.TCPConn) {
+// evictIdleLocked closes the connection (from ip, if not nil) that has been idle longest, if that is at
+// least evictIdleAfter, and takes it out of the counts at once; its goroutine ends on the closed socket.
+func (b *Broker) evictIdleLocked(ip *netip.Addr) bool {
+	cutoff := time.Now().Add(-evictIdleAfter).UnixNano()
+	var victim *net.TCPConn
+	oldest := int64(0)
+	for c, st := range b.conns {
+		since := st.idleSince.Load()
+		if since == 0 || since > cutoff || since >= oldest && victim != nil {
+			continue
+		}
+		if ip != nil && remoteIP(c) != *ip {
+			continue
+		}
+		victim, oldest = c, since
+	}
+	if victim == nil {
+		return false
+	}
+	b.forgetLocked(victim)
+	victim.Close()
+	b.evicted.Add(1)
+	if ok, held := b.lim.idle.allow(); ok {
+		b.log.Info("closing the longest idle connection to let a new one in", "remote", victim.RemoteAddr().String(),
+			"idle", time.Duration(time.Now().UnixNano()-oldest).Round(time.Millisecond), "alsoClosedSinceLastLine", held)
+	}
+	return true
+}
+
+// forgetLocked takes c out of the connection counts (once: untrack after an eviction finds it gone).
+func (b *Broker) forgetLocked(c *net.TCPConn) {
+	if _, ok := b.conns[c]; !ok {
+		return
+	}
 	ip := remoteIP(c)
-	b.mu.Lock()
 	delete(b.conns, c)
 	if b.perIP[ip]--; b.perIP[ip] <= 0 {
 		delete(b.perIP, ip)
 	}
+}
+
+func (b *Broker) untrack(c *net.TCPConn) {
+	b.mu.Lock()
+	b.forgetLocked(c)
 	b.mu.Unlock()
 	c.Close()
 	b.connWG.Done()
@@ -70,6 +123,34 @@ func remoteIP(c *net.TCPConn) netip.Addr {
 		return ip.Unmap()
 	}
 	return netip.Addr{}
+}
+
+// maxRefusing bounds the refused connections answered at once (refuse); past it they are only closed.
+const maxRefusing = 16
+
+// refuse closes a connection track refused, answering its first request first where the client will read
+// an answer: the request's header is read (for at most a second) and answered with error 8 (broker not
+// available) and an empty payload, which every request's answer can carry; a PRODUCE, which has no answer,
+// sees the connection closed. It logs, rate-limited.
+func (b *Broker) refuse(c *net.TCPConn, why string) {
+	select {
+	case b.refusing <- struct{}{}:
+		go func() {
+			defer func() { <-b.refusing }()
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(time.Second))
+			var hdr [protocol.RequestHeaderSize]byte
+			if _, err := io.ReadFull(c, hdr[:]); err != nil {
+				return
+			}
+			if int16(binary.BigEndian.Uint16(hdr[4:])) != protocol.RequestProduce {
+				c.Write(protocol.AppendResponseHeader(nil, 0, protocol.ErrBrokerNotAvailable))
+			}
+		}()
+	default:
+		c.Close()
+	}
+	b.refused(c, why)
 }
 
 // refused logs, rate-limited, a connection closed by track.

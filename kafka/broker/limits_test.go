@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -28,16 +30,30 @@ func dialFrom(t *testing.T, src string, addr net.Addr) *client {
 	return &client{t: t, c: c, r: bufio.NewReader(c)}
 }
 
-// served reports whether the broker answers an OFFSETS request on cl.
+// served reports whether the broker answers an OFFSETS request on cl (with error 0).
 func served(cl *client) bool {
+	code, err := ask(cl)
+	return err == nil && code == protocol.ErrNone
+}
+
+// ask sends an OFFSETS request on cl and returns the answer's error code.
+func ask(cl *client) (protocol.ErrorCode, error) {
 	cl.out = protocol.OffsetsRequest{Topic: "t", Time: protocol.OffsetsLatest, MaxNumOffsets: 1}.AppendTo(cl.out[:0])
 	if _, err := cl.c.Write(cl.out); err != nil {
-		return false
+		return 0, err
 	}
-	cl.c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	_, _, buf, err := protocol.ReadResponse(cl.r, cl.in)
+	cl.c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	code, _, buf, err := protocol.ReadResponse(cl.r, cl.in)
 	cl.in = buf
-	return err == nil
+	return code, err
+}
+
+// busy starts a request on cl and leaves it unfinished (the header of a 100 KiB PRODUCE, no body): the
+// connection is in the middle of a request, not idle, so it cannot be evicted at a limit.
+func busy(cl *client) *client {
+	hdr := binary.BigEndian.AppendUint32(nil, 100<<10+2)
+	cl.write(binary.BigEndian.AppendUint16(hdr, uint16(protocol.RequestProduce)))
+	return cl
 }
 
 // TestIdleConnectionsAreClosed: with connections.max.idle.ms, a connection
@@ -71,7 +87,8 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 }
 
 // TestConnectionLimits: max.connections.per.ip and max.connections refuse
-// connections beyond them as they arrive, the listener goes on accepting,
+// connections beyond them as they arrive when no connection is idle (each of
+// these is in the middle of a request), the listener goes on accepting,
 // other addresses still get in, and a freed place is taken again.
 func TestConnectionLimits(t *testing.T) {
 	tb := startBroker(t, map[string]string{"max.connections.per.ip": "3", "max.connections": "5"})
@@ -82,15 +99,19 @@ func TestConnectionLimits(t *testing.T) {
 		if !served(cl) {
 			t.Fatal("one of the first three connections from 127.0.0.1 was not served")
 		}
-		first = append(first, cl)
+		first = append(first, busy(cl))
 	}
-	if fourth := dialFrom(t, "127.0.0.1", addr); !fourth.closedByBroker() {
-		t.Fatal("a fourth connection from 127.0.0.1 was not refused (max.connections.per.ip=3)")
+	fourth := dialFrom(t, "127.0.0.1", addr)
+	if code, err := ask(fourth); err != nil || code != protocol.ErrBrokerNotAvailable || !fourth.closedByBroker() {
+		t.Fatalf("a fourth connection from 127.0.0.1 (max.connections.per.ip=3): answer %v, %v; want %v (broker not available) and the connection closed",
+			code, err, protocol.ErrBrokerNotAvailable)
 	}
 	for _, src := range []string{"127.0.0.2", "127.0.0.3"} {
-		if !served(dialFrom(t, src, addr)) {
+		cl := dialFrom(t, src, addr)
+		if !served(cl) {
 			t.Fatalf("a connection from %s was not served", src)
 		}
+		busy(cl)
 	}
 	if sixth := dialFrom(t, "127.0.0.4", addr); !sixth.closedByBroker() {
 		t.Fatal("a sixth connection was not refused (max.connections=5)")
@@ -99,6 +120,42 @@ func TestConnectionLimits(t *testing.T) {
 	waitUntil(t, func() bool { return tb.Connections() == 4 })
 	if !served(dialFrom(t, "127.0.0.4", addr)) {
 		t.Fatal("a connection was refused after one closed")
+	}
+}
+
+// A flood of idle connections from one address cannot keep a new client out: at the connection limit
+// (here max.connections=20, standing in for the descriptor limit of a ulimit -n), the connection idle the
+// longest (at least a second) is closed to let the new one in. (Without an idle one, the new client is
+// refused with an answer it can read: TestConnectionLimits.)
+func TestIdleConnectionsGiveWayAtTheLimit(t *testing.T) {
+	tb := startBroker(t, map[string]string{"max.connections": "20"})
+	addr := tb.Addr()
+	var flood []*client
+	for range 20 {
+		flood = append(flood, dialFrom(t, "127.0.0.1", addr))
+	}
+	waitUntil(t, func() bool { return tb.Connections() == 20 })
+	time.Sleep(1100 * time.Millisecond) // idle for a second: evictable
+	start := time.Now()
+	for i := range 3 {
+		cl := dialFrom(t, "127.0.0.2", addr)
+		if !served(cl) {
+			t.Fatalf("new client %d not served with 20 idle connections open (%d open)", i, tb.Connections())
+		}
+	}
+	t.Logf("3 new clients served %v after 20 idle connections filled max.connections=20; %d connections open",
+		time.Since(start).Round(time.Millisecond), tb.Connections())
+	closed := 0
+	for _, cl := range flood {
+		if cl.closedByBroker() {
+			closed++
+		}
+		if closed == 3 {
+			break
+		}
+	}
+	if closed < 3 || tb.Connections() != 20 {
+		t.Errorf("%d idle connections closed, %d open; want 3 closed and 20 open", closed, tb.Connections())
 	}
 }
 
@@ -179,4 +236,59 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 5s")
 		}
 	}
+}
+
+// Stalled and trickled bodies cannot hold the request budget (docs/ROBUSTNESS.md): three connections announce
+// 99 MiB PRODUCEs and send one byte, holding 297 of... 198 of the 256 MiB budget between them (the third
+// waits); a fourth large one is closed once it has waited queued.max.request.wait.ms; a 200 KB produce
+// meanwhile is served at once (a small request is not queued behind large ones); and the stalled bodies,
+// arriving at far under request.min.bytes.per.sec, are cut after the grace, giving their share back.
+func TestStalledBodiesCannotHoldTheBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the body grace of 10 s (skipped with -short)")
+	}
+	tb := startBroker(t, map[string]string{"queued.max.request.wait.ms": "2000"})
+	announce := func(cl *client, n int) {
+		hdr := binary.BigEndian.AppendUint32(nil, uint32(n+2))
+		hdr = binary.BigEndian.AppendUint16(hdr, uint16(protocol.RequestProduce))
+		cl.write(append(hdr, 0)) // and one byte of the body
+	}
+	start := time.Now()
+	var stalled []*client
+	for range 3 {
+		cl := dial(t, tb.Addr())
+		announce(cl, 99<<20)
+		stalled = append(stalled, cl)
+	}
+	waitUntil(t, func() bool { st := tb.MemoryStats(); return st.InUse == 2*99<<20 && st.Waiting == 1 })
+	fourth := dial(t, tb.Addr())
+	announce(fourth, 99<<20)
+
+	cl := dial(t, tb.Addr())
+	sent := time.Now()
+	cl.produce("small", 0, messageSet(0, 200, 1000)) // 200 KB
+	cl.sync()
+	served := time.Since(sent)
+	if served > 2*time.Second {
+		t.Errorf("a 200 KB produce behind stalled 99 MiB bodies took %v", served)
+	}
+	if !closedWithin(fourth, 5*time.Second) {
+		t.Errorf("a 99 MiB body waiting for the budget was not closed after queued.max.request.wait.ms=2000 (%v)", time.Since(start))
+	}
+	for i, s := range stalled {
+		if !closedWithin(s, 15*time.Second) {
+			t.Fatalf("stalled body %d still open after %v", i, time.Since(start))
+		}
+	}
+	cut := time.Since(start)
+	waitUntil(t, func() bool { st := tb.MemoryStats(); return st.InUse == 0 && st.Waiting == 0 })
+	t.Logf("200 KB produce served in %v beside three stalled 99 MiB bodies; the stalled bodies cut %v after they began; budget %+v",
+		served.Round(time.Millisecond), cut.Round(time.Millisecond), tb.MemoryStats())
+}
+
+// closedWithin reports whether the broker closes cl within d.
+func closedWithin(cl *client, d time.Duration) bool {
+	cl.c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, cl.r)
+	return err == nil || errors.Is(err, net.ErrClosed) || isReset(err)
 }

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -26,19 +28,31 @@ import (
 // for releaseAfter is dropped and the memory is returned to the operating
 // system, so the process shrinks back after a burst.
 //
-// Waiters are admitted first come, first served: a 100 MiB request is not
-// overtaken for ever by a stream of 1 MiB ones.
+// Requests come in two classes. Large ones (over smallClassBytes) are
+// admitted first come, first served: a 100 MiB request is not overtaken for
+// ever by a stream of 1 MiB ones. Small ones wait in a queue of their own and
+// are not stuck behind a large one that does not fit yet: while a large
+// request waits, small ones are admitted within a reserve of an eighth of the
+// budget, so they cannot starve it either. A wait is bounded
+// (queued.max.request.wait.ms): a connection not admitted by then is closed.
 type requestMemory struct {
-	budget int64 // <= 0: no budget (each request gets a fresh buffer)
+	budget  int64 // <= 0: no budget (each request gets a fresh buffer)
+	reserve int64 // what small requests may hold while a large one waits: budget/8
 
-	mu        sync.Mutex
-	inUse     int64 // bytes handed out and not yet given back
-	free      []freeBuffer
-	freeBytes int64
-	waiters   []*memWaiter
-	closed    bool
-	peak      int64 // most bytes handed out at once, for tests
+	mu         sync.Mutex
+	inUse      int64 // bytes handed out and not yet given back
+	smallInUse int64 // of which to small requests
+	free       []freeBuffer
+	freeBytes  int64
+	waiters    []*memWaiter // large requests, in arrival order
+	small      []*memWaiter // small requests, in arrival order
+	closed     bool
+	peak       int64 // most bytes handed out at once, for tests
 }
+
+// smallClassBytes: a request body of at most this many bytes is a small one
+// (requestMemory's doc).
+const smallClassBytes = 1 << 20
 
 type freeBuffer struct {
 	b     []byte
@@ -47,6 +61,7 @@ type freeBuffer struct {
 
 type memWaiter struct {
 	n     int
+	small bool   // n <= smallClassBytes
 	buf   []byte // a reused buffer, or nil: allocate n bytes
 	gc    bool   // free buffers were dropped to make room: collect first
 	ready chan struct{}
@@ -61,14 +76,18 @@ const smallRequestBytes = 64 << 10
 const releaseAfter = time.Second
 
 func newRequestMemory(budget int64) *requestMemory {
-	return &requestMemory{budget: budget}
+	return &requestMemory{budget: budget, reserve: budget / 8}
 }
 
+// errMemoryWait: a request body not admitted within queued.max.request.wait.ms.
+var errMemoryWait = errors.New("request memory: body not admitted in time (queued.max.request.wait.ms)")
+
 // get returns a buffer of n bytes once the budget admits them, or an error
-// if stop is closed or the pool closes first. The buffer must be given back
-// with put. Without a budget it returns nil: the caller reads the body as
-// 0.7 did, into a buffer grown as the bytes arrive.
-func (m *requestMemory) get(n int, stop <-chan struct{}) ([]byte, error) {
+// if stop is closed, wait (> 0) passes (errMemoryWait) or the pool closes
+// first. The buffer must be given back with put. Without a budget it
+// returns nil: the caller reads the body as 0.7 did, into a buffer grown as
+// the bytes arrive.
+func (m *requestMemory) get(n int, stop <-chan struct{}, wait time.Duration) ([]byte, error) {
 	if m.budget <= 0 {
 		return nil, nil
 	}
@@ -77,49 +96,71 @@ func (m *requestMemory) get(n int, stop <-chan struct{}) ([]byte, error) {
 		m.mu.Unlock()
 		return nil, errMemoryClosed
 	}
-	w := &memWaiter{n: n}
-	if len(m.waiters) == 0 && m.admitLocked(w) {
+	w := &memWaiter{n: n, small: n <= smallClassBytes}
+	q := &m.waiters
+	if w.small {
+		q = &m.small
+	}
+	if len(*q) == 0 && m.mayPassLocked(w) && m.admitLocked(w) {
 		m.mu.Unlock()
 		return w.take(), nil
 	}
 	w.ready = make(chan struct{})
-	m.waiters = append(m.waiters, w)
+	*q = append(*q, w)
 	m.mu.Unlock()
 
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	giveUp := errMemoryClosed
 	select {
 	case <-w.ready:
 		if w.n < 0 { // closed while waiting
 			return nil, errMemoryClosed
 		}
 		return w.take(), nil
+	case <-timeout:
+		giveUp = fmt.Errorf("%w: %d bytes waited %v", errMemoryWait, n, wait)
 	case <-stop:
-		m.mu.Lock()
-		select {
-		case <-w.ready: // admitted meanwhile: give the reservation back
-			if w.n >= 0 {
-				if w.buf != nil {
-					m.free = append(m.free, freeBuffer{b: w.buf, since: time.Now()})
-					m.freeBytes += int64(cap(w.buf))
-					m.inUse -= int64(cap(w.buf))
-				} else {
-					m.inUse -= int64(w.n)
-				}
-				m.wakeLocked()
-			}
-			m.mu.Unlock()
-			return nil, errMemoryClosed
-		default:
-		}
-		for i, x := range m.waiters {
-			if x == w {
-				m.waiters = append(m.waiters[:i], m.waiters[i+1:]...)
-				break
-			}
-		}
-		m.wakeLocked() // the next one may fit now that this one left the head
-		m.mu.Unlock()
-		return nil, errMemoryClosed
 	}
+	m.mu.Lock()
+	select {
+	case <-w.ready: // admitted meanwhile: give the reservation back
+		if w.n >= 0 {
+			cost := int64(w.n)
+			if w.buf != nil {
+				cost = int64(cap(w.buf))
+				m.free = append(m.free, freeBuffer{b: w.buf, since: time.Now()})
+				m.freeBytes += cost
+			}
+			m.inUse -= cost
+			if w.small {
+				m.smallInUse -= cost
+			}
+			m.wakeLocked()
+		}
+		m.mu.Unlock()
+		return nil, giveUp
+	default:
+	}
+	for i, x := range *q {
+		if x == w {
+			*q = append((*q)[:i], (*q)[i+1:]...)
+			break
+		}
+	}
+	m.wakeLocked() // the next one may fit now that this one left the head
+	m.mu.Unlock()
+	return nil, giveUp
+}
+
+// mayPassLocked says whether w may be admitted before the large requests
+// waiting: a large one never, a small one within the reserve.
+func (m *requestMemory) mayPassLocked(w *memWaiter) bool {
+	return !w.small || len(m.waiters) == 0 || m.smallInUse+int64(w.n) <= m.reserve
 }
 
 // take turns an admission into a buffer: the reused one, or a new one.
@@ -150,15 +191,13 @@ func (m *requestMemory) admitLocked(w *memWaiter) bool {
 		w.buf = m.free[best].b
 		m.free = append(m.free[:best], m.free[best+1:]...)
 		m.freeBytes -= int64(cap(w.buf))
-		m.inUse += int64(cap(w.buf))
-		m.peak = max(m.peak, m.inUse)
+		m.charge(w, int64(cap(w.buf)))
 		return true
 	}
 	if m.inUse+int64(w.n) > m.budget {
 		return false
 	}
-	m.inUse += int64(w.n)
-	m.peak = max(m.peak, m.inUse)
+	m.charge(w, int64(w.n))
 	for len(m.free) > 0 && m.inUse+m.freeBytes > m.budget {
 		m.freeBytes -= int64(cap(m.free[0].b))
 		m.free[0] = freeBuffer{}
@@ -168,15 +207,27 @@ func (m *requestMemory) admitLocked(w *memWaiter) bool {
 	return true
 }
 
-// put gives a buffer from get back, keeps it for reuse, and admits the
-// waiters that now fit, in order.
-func (m *requestMemory) put(b []byte) {
+// charge counts cost bytes handed to w.
+func (m *requestMemory) charge(w *memWaiter, cost int64) {
+	m.inUse += cost
+	if w.small {
+		m.smallInUse += cost
+	}
+	m.peak = max(m.peak, m.inUse)
+}
+
+// put gives a buffer from get back (for a body of n bytes, as asked), keeps
+// it for reuse, and admits the waiters that now fit, in order.
+func (m *requestMemory) put(b []byte, n int) {
 	if m.budget <= 0 || b == nil {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.inUse -= int64(cap(b))
+	if n <= smallClassBytes {
+		m.smallInUse -= int64(cap(b))
+	}
 	if !m.closed {
 		m.free = append(m.free, freeBuffer{b: b[:cap(b)], since: time.Now()})
 		m.freeBytes += int64(cap(b))
@@ -189,6 +240,11 @@ func (m *requestMemory) wakeLocked() {
 		close(m.waiters[0].ready)
 		m.waiters[0] = nil
 		m.waiters = m.waiters[1:]
+	}
+	for len(m.small) > 0 && m.mayPassLocked(m.small[0]) && m.admitLocked(m.small[0]) {
+		close(m.small[0].ready)
+		m.small[0] = nil
+		m.small = m.small[1:]
 	}
 }
 
@@ -236,11 +292,11 @@ func (m *requestMemory) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	for _, w := range m.waiters {
+	for _, w := range append(m.waiters, m.small...) {
 		w.n = -1
 		close(w.ready)
 	}
-	m.waiters = nil
+	m.waiters, m.small = nil, nil
 	m.free, m.freeBytes = nil, 0
 }
 
@@ -264,5 +320,5 @@ func (b *Broker) MemoryStats() MemoryStats {
 func (m *requestMemory) stats() (inUse, free, peak int64, waiting int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.inUse, m.freeBytes, m.peak, len(m.waiters)
+	return m.inUse, m.freeBytes, m.peak, len(m.waiters) + len(m.small)
 }

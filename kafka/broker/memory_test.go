@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,7 +23,7 @@ func TestRequestMemoryStaysWithinBudget(t *testing.T) {
 			defer wg.Done()
 			for i := range 20 {
 				n := (1 + (g*7+i*3)%8) << 20 // 1..8 MiB
-				b, err := m.get(n, stop)
+				b, err := m.get(n, stop, 0)
 				if err != nil {
 					t.Error(err)
 					return
@@ -40,7 +41,7 @@ func TestRequestMemoryStaysWithinBudget(t *testing.T) {
 				b[0], b[n-1] = 1, 1
 				time.Sleep(100 * time.Microsecond)
 				held.Add(-int64(cap(b)))
-				m.put(b)
+				m.put(b, len(b))
 			}
 		}()
 	}
@@ -59,13 +60,13 @@ func TestRequestMemoryStaysWithinBudget(t *testing.T) {
 func TestRequestMemoryFirstComeFirstServed(t *testing.T) {
 	m := newRequestMemory(10)
 	stop := make(chan struct{})
-	a, _ := m.get(6, stop)
+	a, _ := m.get(6, stop, 0)
 	order := make(chan int, 2)
-	go func() { b, _ := m.get(8, stop); order <- 8; m.put(b) }()
+	go func() { b, _ := m.get(8, stop, 0); order <- 8; m.put(b, len(b)) }()
 	waitFor(t, func() bool { _, _, _, w := m.stats(); return w == 1 })
-	go func() { b, _ := m.get(4, stop); order <- 4; m.put(b) }()
+	go func() { b, _ := m.get(4, stop, 0); order <- 4; m.put(b, len(b)) }()
 	waitFor(t, func() bool { _, _, _, w := m.stats(); return w == 2 })
-	m.put(a)
+	m.put(a, len(a))
 	if first, second := <-order, <-order; first != 8 || second != 4 {
 		t.Fatalf("served %d then %d, want 8 then 4", first, second)
 	}
@@ -76,11 +77,11 @@ func TestRequestMemoryFirstComeFirstServed(t *testing.T) {
 // with an error.
 func TestRequestMemoryStopAndClose(t *testing.T) {
 	m := newRequestMemory(10)
-	a, _ := m.get(10, nil)
+	a, _ := m.get(10, nil, 0)
 	stop1 := make(chan struct{})
 	errs := make(chan error, 2)
-	go func() { _, err := m.get(5, stop1); errs <- err }()
-	go func() { _, err := m.get(5, nil); errs <- err }()
+	go func() { _, err := m.get(5, stop1, 0); errs <- err }()
+	go func() { _, err := m.get(5, nil, 0); errs <- err }()
 	waitFor(t, func() bool { _, _, _, w := m.stats(); return w == 2 })
 	close(stop1)
 	if err := <-errs; err == nil {
@@ -90,8 +91,8 @@ func TestRequestMemoryStopAndClose(t *testing.T) {
 	if err := <-errs; err == nil {
 		t.Fatal("a waiter got a buffer from a closed pool")
 	}
-	m.put(a)
-	if _, err := m.get(1, nil); err == nil {
+	m.put(a, len(a))
+	if _, err := m.get(1, nil, 0); err == nil {
 		t.Fatal("get after close succeeded")
 	}
 }
@@ -100,13 +101,13 @@ func TestRequestMemoryStopAndClose(t *testing.T) {
 // are wanted, and dropped once unused for releaseAfter.
 func TestRequestMemoryReleasesIdleBuffers(t *testing.T) {
 	m := newRequestMemory(64 << 20)
-	b, _ := m.get(8<<20, nil)
-	m.put(b)
-	c, _ := m.get(7<<20, nil) // fits in the free 8 MiB buffer: reused
+	b, _ := m.get(8<<20, nil, 0)
+	m.put(b, len(b))
+	c, _ := m.get(7<<20, nil, 0) // fits in the free 8 MiB buffer: reused
 	if &c[:1][0] != &b[:1][0] {
 		t.Fatal("a 7 MiB request did not reuse the free 8 MiB buffer")
 	}
-	m.put(c)
+	m.put(c, len(c))
 	if d := m.releaseIdle(time.Now()); d != 0 {
 		t.Fatalf("released %d bytes of a buffer used just now", d)
 	}
@@ -143,4 +144,62 @@ func TestLogLimiter(t *testing.T) {
 	if ok, held := r.allow(); !ok || held != 9 {
 		t.Fatalf("after the interval: %v, %d held; want true, 9", ok, held)
 	}
+}
+
+// TestRequestMemorySmallNotStuckBehindLarge: while a large request waits for the budget, small ones (at
+// most 1 MiB) are admitted within the reserve of an eighth of the budget instead of queueing behind it;
+// past the reserve they wait, so they cannot starve it; and the large one is admitted first once it fits.
+func TestRequestMemorySmallNotStuckBehindLarge(t *testing.T) {
+	const budget = 16 << 20 // reserve 2 MiB
+	m := newRequestMemory(budget)
+	a, _ := m.get(6<<20, nil, 0)
+	b, _ := m.get(6<<20, nil, 0) // 12 of 16 MiB held by large requests
+	large := make(chan []byte)
+	go func() { l, _ := m.get(8<<20, nil, 0); large <- l }()
+	waitFor(t, func() bool { _, _, _, w := m.stats(); return w == 1 })
+	var small [][]byte
+	for i := range 4 { // 4 × 512 KiB = the reserve
+		s, err := m.get(512<<10, nil, time.Second)
+		if err != nil {
+			t.Fatalf("small request %d behind a waiting large one: %v", i, err)
+		}
+		small = append(small, s)
+	}
+	fifth := make(chan []byte)
+	go func() { s, _ := m.get(512<<10, nil, 0); fifth <- s }()
+	waitFor(t, func() bool { _, _, _, w := m.stats(); return w == 2 })
+	m.put(a, len(a)) // 6 MiB free: the large one fits (12 - 6 + 2 + 8 = 16) and goes first
+	l := <-large
+	select {
+	case <-fifth:
+		t.Fatal("a small request past the reserve was admitted before the waiting large one")
+	default:
+	}
+	m.put(small[0], len(small[0]))
+	if s := <-fifth; len(s) != 512<<10 {
+		t.Fatalf("fifth small request got %d bytes", len(s))
+	}
+	m.put(b, len(b))
+	m.put(l, len(l))
+}
+
+// TestRequestMemoryWaitIsBounded: a request the budget cannot admit within its wait gets errMemoryWait and
+// leaves the queue; the one after it is then considered.
+func TestRequestMemoryWaitIsBounded(t *testing.T) {
+	m := newRequestMemory(4 << 20)
+	a, _ := m.get(3<<20, nil, 0)
+	start := time.Now()
+	_, err := m.get(2<<20, nil, 100*time.Millisecond)
+	if !errors.Is(err, errMemoryWait) || time.Since(start) < 100*time.Millisecond {
+		t.Fatalf("after %v: %v, want errMemoryWait after 100 ms", time.Since(start), err)
+	}
+	if _, _, _, w := m.stats(); w != 0 {
+		t.Fatalf("%d waiting after the timeout", w)
+	}
+	if c, err := m.get(1<<20, nil, time.Second); err != nil {
+		t.Fatalf("a request that fits: %v", err)
+	} else {
+		m.put(c, len(c))
+	}
+	m.put(a, len(a))
 }
