@@ -14,7 +14,8 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
-// fakeLeader is one broker leading partition 0 of every topic it is asked about. It appends every
+// fakeLeader is one broker leading partition 0 of every topic it is asked about (a topic named "seven..."
+// is a 0.7 topic it holds: not replicated, by METADATA's error 3). It appends every
 // ACKED_PRODUCE it reads to a log of first payloads, in arrival order, and answers each at once, in order,
 // with the code answer returns for it.
 type fakeLeader struct {
@@ -61,6 +62,10 @@ func (f *fakeLeader) serve(c net.Conn) {
 			req, _ := protocol.DecodeMetadata(body)
 			m := protocol.MetadataResponse{Brokers: []protocol.BrokerAddr{{ID: 7, Host: host, Port: int32(p)}}}
 			for _, tp := range req.Topics {
+				if strings.HasPrefix(tp, "seven") { // a 0.7 topic: not replicated
+					m.Topics = append(m.Topics, protocol.TopicMetadata{Topic: tp, Error: protocol.ErrUnknownTopicOrPartition})
+					continue
+				}
 				m.Topics = append(m.Topics, protocol.TopicMetadata{Topic: tp, Partitions: []protocol.PartitionMetadata{
 					{Partition: 0, Leader: 7, Replicas: []int32{7}, ISR: []int32{7}}}})
 			}

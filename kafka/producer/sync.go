@@ -241,9 +241,22 @@ func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []by
 			}
 			flushed = errors.Join(errs...)
 		}
-		code, err := p.ackedSend(b, topic, dst.Part, set)
+		// A retriable code (a storage error the broker may recover from, a timeout) is retried on the same
+		// broker and partition, message.send.max.retries times, retry.backoff.ms apart.
+		var code protocol.ErrorCode
+		var err error
+		for attempt := 0; ; attempt++ {
+			code, err = p.ackedSend(b, topic, dst.Part, set)
+			if err != nil || code == protocol.ErrNone || !code.Retriable() || attempt >= p.cfg.MessageSendMaxRetries {
+				break
+			}
+			time.Sleep(p.cfg.RetryBackoff)
+		}
 		if err == nil && code != protocol.ErrNone {
 			err = fmt.Errorf("producer: %s-%d on broker %d: %w", topic, dst.Part, b.ID, code)
+			if code.Retriable() {
+				err = fmt.Errorf("%w after %d retries (message.send.max.retries): %w", ErrNotAcknowledged, p.cfg.MessageSendMaxRetries, err)
+			}
 		}
 		return errors.Join(flushed, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
@@ -299,5 +300,49 @@ func TestSendKeyedEachKeepsOrderWithinAPartition(t *testing.T) {
 	}
 	if err := p.SendKeyedEach("t", keys, msgs[:3]); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("12 keys for 3 messages: %v, want ErrBadConfig", err)
+	}
+}
+
+// An acknowledged produce to a 0.7 topic retries a retriable code (56: the broker's storage refused the
+// set, and may recover; docs/PROTOCOL.md §10) on the same broker, message.send.max.retries times, and then
+// reports the code; a code that is not retriable is reported at once.
+func TestAckedProduceToA07TopicRetriesRetriableCodes(t *testing.T) {
+	var failFirst int
+	var code protocol.ErrorCode
+	f := startFakeLeader(t, func(_ string, copy int) protocol.ErrorCode {
+		if copy <= failFirst {
+			return code
+		}
+		return protocol.ErrNone
+	})
+	cfg := DefaultConfig()
+	cfg.MetadataBrokerList = "7:" + f.ln.Addr().String()
+	cfg.RequiredAcks, cfg.MessageSendMaxRetries, cfg.RetryBackoff = 1, 3, time.Millisecond
+	p, err := NewSync(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	count := func(pl string) int {
+		n := 0
+		for _, g := range f.log() {
+			if g == pl {
+				n++
+			}
+		}
+		return n
+	}
+	failFirst, code = 2, protocol.ErrKafkaStorage
+	if err := p.Send("seven", 0, []byte("a")); err != nil || count("a") != 3 {
+		t.Errorf("two storage errors then success: %v after %d copies, want nil after 3", err, count("a"))
+	}
+	failFirst = 10
+	err = p.Send("seven", 0, []byte("b"))
+	if !errors.Is(err, ErrNotAcknowledged) || !errors.Is(err, protocol.ErrKafkaStorage) || count("b") != 4 {
+		t.Errorf("storage errors throughout: %v after %d copies, want ErrNotAcknowledged and code 56 after 4 (1 + 3 retries)", err, count("b"))
+	}
+	code = protocol.ErrMessageSizeTooLarge
+	if err := p.Send("seven", 0, []byte("c")); !errors.Is(err, protocol.ErrMessageSizeTooLarge) || count("c") != 1 {
+		t.Errorf("a code that is not retriable: %v after %d copies, want it at once", err, count("c"))
 	}
 }

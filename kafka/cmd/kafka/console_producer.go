@@ -91,6 +91,9 @@ func consoleProducer(args []string, std stdio) error {
 		return err
 	}
 	defer p.Close()
+	if err := p.CheckPartition(*topic, int32(*partition), 10*time.Second); err != nil {
+		return err
+	}
 	var sender audit.Sender = p
 	if *auditOn {
 		ap, err := audit.NewProducer(p, audit.Config{Topic: *auditTopic, Window: *auditWindow})
@@ -109,6 +112,7 @@ func consoleProducer(args []string, std stdio) error {
 	var arena []byte  // the batch's bytes
 	var ends []int    // end of each line in arena
 	var msgs [][]byte // views into arena
+	lines, sent := 0, 0
 	send := func() error {
 		if len(ends) == 0 {
 			return nil
@@ -120,8 +124,12 @@ func consoleProducer(args []string, std stdio) error {
 			start = e
 		}
 		err := sender.Send(*topic, int32(*partition), msgs...)
+		if err != nil {
+			return fmt.Errorf("lines %d..%d not sent: %w", sent+1, sent+len(ends), err)
+		}
+		sent += len(ends)
 		arena, ends = arena[:0], ends[:0]
-		return err
+		return nil
 	}
 	// Ctrl-C simply ends the process: every line read so far has been sent.
 	for {
@@ -131,9 +139,18 @@ func consoleProducer(args []string, std stdio) error {
 			line, err = r.ReadSlice('\n')
 		}
 		if len(line) > 0 || len(arena) > lastEnd(ends) {
+			lines++
 			arena = append(arena, bytes.TrimRight(line, "\r\n")...)
 			if n := len(arena) - lastEnd(ends); n > *maxLine {
-				return fmt.Errorf("a line of %d+ bytes exceeds --max-message-size %d", n, *maxLine)
+				arena = arena[:lastEnd(ends)]
+				if serr := send(); serr != nil {
+					return fmt.Errorf("line %d: %d+ bytes exceed --max-message-size %d; %w", lines, n, *maxLine, serr)
+				}
+				before := "no line before it was sent"
+				if sent > 0 {
+					before = fmt.Sprintf("lines 1..%d were sent, nothing after", sent)
+				}
+				return fmt.Errorf("line %d: %d+ bytes exceed --max-message-size %d; %s", lines, n, *maxLine, before)
 			}
 			ends = append(ends, len(arena))
 		}

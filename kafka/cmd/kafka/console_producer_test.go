@@ -133,3 +133,45 @@ func TestConsoleProducerAudit(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 }
+
+// A line over --max-message-size stops the console producer with an error naming the line, after it has
+// sent the lines before it; a --partition the topic does not have is refused before anything is read
+// (0.7's PRODUCE has no answer: the broker would drop the set unseen).
+func TestConsoleProducerBadLinesAndPartitions(t *testing.T) {
+	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.flush.interval": "1"}})
+	in := "one\ntwo\n" + strings.Repeat("x", 50) + "\nfour\n"
+	code, _, errOut := runCmd(in, "console-producer", "--broker-list", b.HostPort(), "--topic", "long", "--max-message-size", "20", "--batch-size", "1")
+	if code == 0 || !strings.Contains(errOut, "line 3:") || !strings.Contains(errOut, "lines 1..2 were sent") {
+		t.Errorf("a 50-byte line 3 with --max-message-size 20: exit %d, %q; want an error naming line 3 and lines 1..2 sent", code, errOut)
+	}
+	// All lines in one batch: the two before the long one are sent all the same.
+	code, _, errOut = runCmd(in, "console-producer", "--broker-list", b.HostPort(), "--topic", "long2", "--max-message-size", "20")
+	if code == 0 || !strings.Contains(errOut, "lines 1..2 were sent") {
+		t.Errorf("in one batch: exit %d, %q", code, errOut)
+	}
+	sc := consumer.NewSimpleConsumer(b.HostPort(), 5*time.Second)
+	defer sc.Close()
+	for _, topic := range []string{"long", "long2"} {
+		var got []string
+		for deadline := time.Now().Add(5 * time.Second); len(got) < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			set, err := sc.Fetch(topic, 0, 0, 1<<16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = got[:0]
+			for it := message.NewIterator(set, 0); it.Next(); {
+				got = append(got, string(it.Message().Payload()))
+			}
+		}
+		if strings.Join(got, ",") != "one,two" {
+			t.Errorf("%s holds %q, want the two lines before the long one", topic, got)
+		}
+	}
+	code, _, errOut = runCmd("lost\n", "console-producer", "--broker-list", b.HostPort(), "--topic", "one", "--partition", "7")
+	if code == 0 || !strings.Contains(errOut, "no partition 7") {
+		t.Errorf("--partition 7 of a topic of one partition: exit %d, %q; want an error", code, errOut)
+	}
+	if code, _, errOut := runCmd("kept\n", "console-producer", "--broker-list", b.HostPort(), "--topic", "one", "--partition", "0"); code != 0 {
+		t.Errorf("--partition 0: exit %d, %q", code, errOut)
+	}
+}
