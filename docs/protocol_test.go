@@ -2,6 +2,7 @@ package docs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"go/ast"
 	"go/token"
@@ -156,7 +157,35 @@ func examples() map[string][]byte {
 		"fetch":      protocol.FetchRequest{Topic: "test", Partition: 0, Offset: 0, MaxSize: 307200}.AppendTo(nil),
 		"fetch-response": append(protocol.AppendResponseHeader(nil, len(hello), protocol.ErrNone),
 			hello...),
+		"acked-produce": protocol.AckedProduceRequest{Acks: protocol.AcksAll, TimeoutMs: 10000,
+			Produces: []protocol.ProduceRequest{{Topic: "r", Partition: 0, Messages: hello}}}.AppendTo(nil),
+		"acked-produce-response": protocol.AppendAckedProduceResponse(nil, []protocol.ProduceResult{{Topic: "r", Partition: 0, Offset: 0}}),
+		"metadata":               protocol.MetadataRequest{Topics: []string{"r"}}.AppendTo(nil),
+		"metadata-response": protocol.AppendMetadataResponse(nil, &protocol.MetadataResponse{
+			Brokers: []protocol.BrokerAddr{{ID: 1, Host: "h", Port: 9092}},
+			Topics: []protocol.TopicMetadata{{Topic: "r", Partitions: []protocol.PartitionMetadata{
+				{Partition: 0, Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1}}}}}}),
+		"replica-fetch": protocol.ReplicaFetchRequest{ReplicaID: 2, MaxWaitMs: 500, MinBytes: 1,
+			Fetches: []protocol.FetchRequest{{Topic: "r", Partition: 0, Offset: 0, MaxSize: 1 << 20}}}.AppendTo(nil),
+		"replica-fetch-response": replicaFetchAnswer(hello),
+		"leader-and-isr": protocol.LeaderAndISRRequest{ControllerID: 0, ControllerEpoch: 3, BrokerEpoch: 0x100000004,
+			Brokers: []protocol.BrokerAddr{{ID: 1, Host: "h", Port: 9092}},
+			Partitions: []protocol.PartitionState{{Topic: "r", Partition: 0, Leader: 1, LeaderEpoch: 2, Version: 5,
+				ISR: []int32{1, 2}, Replicas: []int32{1, 2}}}}.AppendTo(nil),
+		"leader-and-isr-response": protocol.AppendPartitionErrors(nil, protocol.ErrNone, []protocol.PartitionError{{Topic: "r", Partition: 0}}),
+		"epoch-end-offset": protocol.EpochEndOffsetRequest{ReplicaID: 2,
+			Partitions: []protocol.EpochQuery{{Topic: "r", Partition: 0, Epoch: 1}}}.AppendTo(nil),
+		"epoch-end-offset-response": protocol.AppendEpochEndResponse(nil, []protocol.EpochEnd{{Topic: "r", Partition: 0, Epoch: 1, EndOffset: 14}}),
 	}
+}
+
+// replicaFetchAnswer is the leader's whole answer to the example's REPLICA_FETCH: the header, one part's
+// header (protocol.AppendReplicaFetchPart) and the log bytes that sendfile sends after it.
+func replicaFetchAnswer(set []byte) []byte {
+	part := protocol.AppendReplicaFetchPart(binary.BigEndian.AppendUint16(nil, 1), "r", 0, protocol.ErrNone, 14,
+		[]protocol.EpochEntry{{Epoch: 2, Start: 0}}, len(set))
+	out := protocol.AppendResponseHeader(nil, len(part)+len(set), protocol.ErrNone)
+	return append(append(out, part...), set...)
 }
 
 var (
