@@ -95,9 +95,10 @@ type Provider interface {
 // IOCounters are a server's I/O counters from Linux's /proc/<pid>/io, summed
 // over the server process and its descendants (RabbitMQ's beam.smp runs
 // under the rabbitmq-server shell script). The harness samples them just
-// before and just after a test and records the difference: §5 "ActiveMQ had
-// a thread busy writing KahaDB pages to disk during this test. In contrast,
-// there were no disk write activities on the Kafka broker."
+// before and just after a test and records the difference. §5: "We observed
+// that one of the ActiveMQ threads was busy writing KahaDB pages to disks
+// during this test. In contrast, there were no disk write activities on the
+// Kafka broker."
 type IOCounters struct {
 	// WriteBytes is write_bytes: bytes the processes caused to be sent to
 	// the storage layer (counted when a page-cache page is dirtied, so a

@@ -131,7 +131,7 @@ func TestProtocolCitations(t *testing.T) {
 				strings.HasPrefix(after, ".") && len(after) > 1 && after[1] >= '0' && after[1] <= '9' ||
 				strings.HasPrefix(strings.TrimSpace(before), "|") && !strings.Contains(before[1:], "|") ||
 				strings.HasSuffix(before, "\"docs/PROTOCOL.md ") || strings.HasSuffix(before, "\"") {
-				continue // the paper's sections, the §1 table's "paper" column, or the citation form itself
+				continue // the paper's sections, the paper column of the first table, or the citation form itself
 			}
 			own++
 			step := ""

@@ -26,7 +26,7 @@ import (
 )
 
 // The replication experiment, figure 6, "§6: the price of replication". The paper plans replication
-// "with both asynchronous and synchronous replication models" (§6); Kafka 0.8 built it, and Kreps'
+// to "support both asynchronous and synchronous replication models" (§6); Kafka 0.8 built it, and Kreps'
 // benchmark of 2014, on three machines, measured one producer on a topic of three replicas at 0.96× the
 // throughput of an unreplicated topic with asynchronous replication (the leader answers alone, acks=1)
 // and at 0.51× with synchronous replication (every in-sync replica has it, acks=-1).

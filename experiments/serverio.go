@@ -9,9 +9,9 @@ import (
 
 // ServerIO is what the server's processes wrote during one test: the growth
 // of their /proc/<pid>/io counters (compare.IOCounters) from just before to
-// just after the test. §5 says of the consumer test: "ActiveMQ had a thread
-// busy writing KahaDB pages to disk during this test. In contrast, there
-// were no disk write activities on the Kafka broker."
+// just after the test. §5 says of the consumer test: "We observed that one of
+// the ActiveMQ threads was busy writing KahaDB pages to disks during this
+// test. In contrast, there were no disk write activities on the Kafka broker."
 type ServerIO struct {
 	// Measured is false when the server's process could not be read: it
 	// ran in a container, or /proc said no (Note says why).

@@ -1,6 +1,6 @@
 // Tests of the claims of the NetDB'11 paper's §3.1 ("simple storage",
-// "efficient transfer", "stateless broker") and §3.3 ("delivery
-// guarantees"), one sentence of the paper each, against a real broker
+// "efficient transfer", "stateless broker") and §3.3 ("Delivery
+// Guarantees"), one sentence of the paper each, against a real broker
 // running in-process (kafka/broker/brokertest) and spoken to over TCP with
 // our producer and consumer. The helpers are in helpers_test.go, so that
 // this file holds the claims and nothing else.
@@ -24,7 +24,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
-// §3.1 "simple storage" and §5: "the overhead of each message is 9 bytes".
+// §3.1 "Simple storage" and §5: "each message had an overhead of 9 bytes in Kafka".
 // A segment holds exactly payload + 9 bytes per message, and the log's end
 // offset is that byte count.
 func TestPaper_NineBytesOfOverheadPerMessage(t *testing.T) {
@@ -55,7 +55,7 @@ func TestPaper_NineBytesOfOverheadPerMessage(t *testing.T) {
 	}
 }
 
-// §3.1: "a message stored in Kafka doesn't have an explicit message id.
+// §3.1: "a message stored in Kafka doesn’t have an explicit message id.
 // Instead, each message is addressed by its logical offset in the log ...
 // message ids are increasing but not consecutive. To compute the id of the
 // next message, we have to add the length of the current message to its id."
@@ -94,7 +94,7 @@ func TestPaper_OffsetsAreIncreasingNonConsecutiveBytePositions(t *testing.T) {
 	}
 }
 
-// §3.1: "messages are only exposed to consumers after they are flushed."
+// §3.1: "A message is only exposed to the consumers after it is flushed."
 // With a flush every 100 messages and no timer, 10 messages stay invisible;
 // at the 100th they all appear.
 func TestPaper_OnlyFlushedMessagesAreVisible(t *testing.T) {
@@ -147,7 +147,7 @@ func TestPaper_OnlyFlushedMessagesAreVisible(t *testing.T) {
 	}
 }
 
-// §3.1: "a broker doesn't know whether all subscribers have consumed the
+// §3.1: "a broker doesn’t know whether all subscribers have consumed the
 // message. Kafka solves this problem by using a simple time-based SLA for the
 // retention policy. A message is automatically deleted if it has been
 // retained in the broker longer than a certain period."

@@ -1,5 +1,5 @@
 // Package activemq is the compare.System adapter for Apache ActiveMQ, one of the two systems the paper's
-// §5 measures Kafka against ("Apache ActiveMQ v5.4, a popular open-source implementation of JMS").
+// §5 measures Kafka against: "Apache ActiveMQ v5.4 [1], a popular open-source implementation of JMS".
 //
 // It speaks STOMP 1.2 through our own client (package compare/stomp; no Go OpenWire/JMS client exists
 // here), to a broker started by scripts/activemq.sh with the paper's settings:

@@ -16,9 +16,9 @@ import (
 // Our broker runs as its own process through compare/kafkaproc, with the
 // settings of every measurement of the repository (broker.Shipped: 0.7's
 // shipped configuration, flush every 10,000 messages or every second, 512
-// MiB segments, 1 MiB socket buffers, ZooKeeper off). §5: "we configured the
-// brokers in all systems to asynchronously flush messages to its
-// persistence store" — our broker's time-based flush runs on its own
+// MiB segments, 1 MiB socket buffers, ZooKeeper off). §5: "We configured the
+// broker in all systems to asynchronously flush messages to its persistence
+// store" — our broker's time-based flush runs on its own
 // goroutine; the count-based one is 0.7's default behaviour.
 
 // kafkaBinary builds the kafka command once per provider.

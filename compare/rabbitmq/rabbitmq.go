@@ -1,5 +1,5 @@
 // Package rabbitmq is the compare.System adapter for RabbitMQ, the second system the paper's §5 measures
-// Kafka against ("RabbitMQ v2.4, a messaging system known for its performance"). It speaks AMQP 0-9-1
+// Kafka against: "RabbitMQ v2.4 [16], a message system known for its performance". It speaks AMQP 0-9-1
 // through github.com/rabbitmq/amqp091-go, RabbitMQ's own Go client, to a node started by
 // scripts/rabbitmq.sh.
 //

@@ -1,8 +1,8 @@
 // Package link gives the §5 experiments the paper's two machines on one
 // machine: a server host and a client host, each a Linux network namespace,
 // joined by a veth pair whose two ends are shaped to one rate with tc's
-// token-bucket filter (tbf), both directions. §5: "we used two Linux
-// machines ... The two machines are connected with a 1Gb network link."
+// token-bucket filter (tbf), both directions. §5: "We ran our experiments on 2
+// Linux machines ... The two machines are connected with a 1Gb network link."
 //
 //	 server host (netns krnet-<id>-srv)        client host (netns krnet-<id>-cli)
 //	┌──────────────────────────────────┐      ┌──────────────────────────────────┐

@@ -40,7 +40,7 @@ type GroupConfig struct {
 	// (default) or "largest".
 	AutoOffsetReset string
 	// ConsumerTimeoutMs is consumer.timeout.ms (-1): with a value ≥ 0 a stream's Next gives up after waiting
-	// that long and reports ErrConsumerTimeout; -1 waits forever (paper §3: "the iterator never terminates").
+	// that long and reports ErrConsumerTimeout; -1 waits forever (paper §3: "the message stream iterator never terminates").
 	ConsumerTimeoutMs int
 	// RebalanceRetriesMax is rebalance.retries.max (4): attempts before a rebalance is declared failed.
 	RebalanceRetriesMax int

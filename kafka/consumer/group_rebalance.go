@@ -23,8 +23,8 @@ type registryView struct {
 	replicated map[string]bool     // topics with a replica assignment (docs/PROTOCOL.md §10)
 }
 
-// readRegistry reads the broker and consumer registries (§3.2: "by reading the broker and the consumer
-// registry from Zookeeper, the consumer first computes the set (P_T) of available partitions for each
+// readRegistry reads the broker and consumer registries (§3.2: "By reading the broker and the consumer
+// registry from Zookeeper, the consumer first computes the set (P_T) of partitions available for each
 // subscribed topic T and the set (C_T) of consumers subscribing to T").
 func (g *GroupConsumer) readRegistry() (*registryView, error) {
 	v := &registryView{brokers: map[int]zk.Broker{}, partitions: map[string][]string{},
@@ -244,8 +244,8 @@ func (g *GroupConsumer) releaseClaims(cs []claim) {
 	}
 }
 
-// releaseLocked deletes every owner node of the current generation (§3.2: "remove partitions owned by C_i
-// from the ownership registry"). Called with g.mu held.
+// releaseLocked deletes every owner node of the current generation (§3.2, Algorithm 1: "remove partitions owned by
+// C_i from the ownership registry"). Called with g.mu held.
 func (g *GroupConsumer) releaseLocked() error {
 	var errs []error
 	for _, p := range g.owned {

@@ -9,10 +9,10 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
-// The offset registry of paper §3.2: "each consumer group is associated with an ownership registry and an
-// offset registry in Zookeeper ... The offset registry stores for each subscribed partition the offset of the
-// last consumed message in the partition." Its nodes are persistent (§3.2: "the paths created in the offset
-// registry are persistent"), so offsets outlive every consumer and a group that comes back resumes where it
+// The offset registry of paper §3.2: "Each consumer group is associated with an ownership registry and an
+// offset registry in Zookeeper ... The offset registry stores for each subscribed partition, the offset of the
+// last consumed message in the partition." Its nodes are persistent (§3.2: the paths are "persistent for the
+// offset registry"), so offsets outlive every consumer and a group that comes back resumes where it
 // was: /consumers/<group>/offsets/<topic>/<brokerid>-<partition> holds the next offset to consume in decimal.
 
 // readOffset returns the committed offset of a partition, or -1 when the group has none.

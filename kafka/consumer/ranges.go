@@ -18,9 +18,9 @@ import (
 // the flushed end or the end of X's segment, and the broker does not look
 // at message boundaries. So the FETCH for the bytes after a full answer
 // does not need that answer's contents: it starts at X+S. A consumer can
-// keep several such fetches in flight (§3.2: "the consumer issues
-// asynchronous pull requests to the broker to have a buffer of data
-// ready"), and the broker's sendfile(2) of the next answer overlaps the
+// keep several such fetches in flight (§3.1: "the consumer is issuing
+// asynchronous pull requests to the broker to have a buffer of data ready
+// for the application to consume"), and the broker's sendfile(2) of the next answer overlaps the
 // consumer's CRC checks of this one: with one fetch sent ahead from the
 // last whole message (FetchAhead), the broker waits for each request while
 // the consumer is busy, and the consumer for each answer while the broker

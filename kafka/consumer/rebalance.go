@@ -18,7 +18,7 @@ import (
 //	    ...
 //
 // Every consumer of the group runs the same computation on the same registry contents, so all of them agree on
-// who owns what without talking to each other (§3.2: "no central master node"). The paper's j*N..(j+1)*N-1
+// who owns what without talking to each other (§3.2: "let consumers coordinate among themselves in a decentralized fashion"). The paper's j*N..(j+1)*N-1
 // drops the remainder of |P_T|/|C_T|; like Kafka 0.7 we give one extra partition to each of the first
 // |P_T| mod |C_T| consumers so that no partition is left unowned (docs/PROTOCOL.md §6 step 3).
 

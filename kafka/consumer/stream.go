@@ -49,7 +49,7 @@ type ownedPartition struct {
 	committed int64
 }
 
-// Stream is one of the message streams of paper §3: "each message stream provides an iterator interface over
+// Stream is one of the message streams of paper §3: "Each message stream provides an iterator interface over
 // the continual stream of messages being produced ... Unlike traditional iterators, the message stream
 // iterator never terminates. If there are currently no more messages to consume, the iterator blocks until new
 // messages are published to the topic." The group's rebalance decides which partitions feed it; messages of

@@ -1,7 +1,7 @@
 // Package etl loads a topic into files the way the paper's §4 loads Kafka
-// into Hadoop: "we store the data and the offsets together, only when the job
-// succeeds", so that a job that fails and is run again "neither loses nor
-// duplicates" a message. The output directory stands in for HDFS.
+// into Hadoop: "Both data and offsets are stored in HDFS only on the
+// successful completion of the job", so that a job that fails and is run
+// again neither loses nor duplicates a message. The output directory stands in for HDFS.
 //
 // A run reads every partition of one topic from the offset the previous
 // successful run stopped at (the earliest offset the first time) up to a

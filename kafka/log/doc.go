@@ -37,7 +37,7 @@
 //	                                                   ▲          ▲          ▲
 //	                                       HighWaterMark      file end   LogEndOffset
 //
-// §3.1: "messages are only exposed to consumers after they are flushed."
+// §3.1: "A message is only exposed to the consumers after it is flushed."
 // Append copies a set into a small user-space buffer (or writes it straight
 // to the file when it is large); a flush writes that buffer out, fsyncs, and
 // only then moves the high-water mark, the end consumers may read to. A flush

@@ -24,7 +24,7 @@
 // The CRC is IEEE CRC-32 of the payload only. A message set is messages back
 // to back, with no header of its own. A message's offset is its byte position
 // in its partition's log, so the next message's offset is offset + 4 + N
-// (§3.1: "offsets are increasing but not consecutive").
+// (§3.1: "our message ids are increasing but not consecutive").
 package message
 
 import (
@@ -41,7 +41,7 @@ const (
 	// LengthSize is the size of the int32 N in front of every message.
 	LengthSize = 4
 	// HeaderSizeV0 is the whole per-message overhead of magic 0: the paper's
-	// "9 bytes" (§3.1 and §5).
+	// "9 bytes" (§5).
 	HeaderSizeV0 = LengthSize + 1 + 4
 	// HeaderSizeV1 is the per-message overhead of magic 1.
 	HeaderSizeV1 = LengthSize + 1 + 1 + 4

@@ -3,8 +3,9 @@
 // producer (producer.config) and the consumers (consumer.config) all read the
 // same format and the same kinds of value, so one reader and one set of value
 // parsers serve them all; each configuration keeps only its table of names
-// (docs/PROTOCOL.md lists them with their defaults: the broker's in §3 and
-// §8, the consumer's in §6, the producer's in §7, replication's in §10).
+// (docs/PROTOCOL.md lists them with their defaults: the broker's in its §3
+// and §8, the consumer's in its §6, the producer's in §7, replication's in
+// §10).
 //
 // The file format is java.util.Properties, which 0.7's files are: one key and
 // value per logical line, separated by '=', ':' or whitespace; '#' and '!'

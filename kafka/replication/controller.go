@@ -120,9 +120,9 @@ type controller struct {
 
 	lastImbalanceCheck time.Time // auto.leader.rebalance.enable: the last pass that moved leaders back
 
-	sent     map[int32]map[TopicPartition]sentState // per live broker: what it was last sent
-	epochs   map[int32]int64                        // per live broker: its broker epoch (a new registration changes it)
-	senders  map[int32]*sender
+	sent    map[int32]map[TopicPartition]sentState // per live broker: what it was last sent
+	epochs  map[int32]int64                        // per live broker: its broker epoch (a new registration changes it)
+	senders map[int32]*sender
 }
 
 type sentState struct{ leader, epoch, version int32 }

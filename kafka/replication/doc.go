@@ -1,7 +1,7 @@
 // Package replication keeps several copies of a partition on several brokers:
 // the paper's §6 future work ("we plan to add built-in replication of messages
-// across multiple brokers ... with both asynchronous and synchronous
-// replication models"), built the way Kafka 0.8 shipped it, with the fix that
+// across multiple brokers ... We’d like to support both asynchronous and
+// synchronous replication models"), built the way Kafka 0.8 shipped it, with the fix that
 // came later for its one known way of losing acknowledged data (leader epochs,
 // Kafka's KIP-101). docs/PROTOCOL.md §10 is the reference for the ZooKeeper
 // nodes, the requests and the settings; this comment is the design.
@@ -18,8 +18,8 @@
 // appends those bytes verbatim to its own log.
 //
 // Because the bytes are the same and they are appended at the same place,
-// a message has the same byte offset (§3.1: "a message is addressed by its
-// offset in the log") on every replica. This is the point of the design:
+// a message has the same byte offset (§3.1: "each message is addressed by its
+// logical offset in the log") on every replica. This is the point of the design:
 // nothing is renumbered, a consumer that moves from a dead leader to the new
 // one goes on fetching from the offset it had, and a follower's position is
 // one number, its log end offset (LEO). The follower checks it: the offset
@@ -48,7 +48,7 @@
 //	A message is committed when every replica in the ISR has appended it,
 //	that is when the HW has passed its end. A consumer is served a message
 //	only once it is committed AND the leader has flushed it to disk (paper
-//	§3.1: "messages are only exposed to the consumers after they are
+//	§3.1: "A message is only exposed to the consumers after it is
 //	flushed"): the end a FETCH or an OFFSETS "latest" answer stops at is
 //	min(HW, the leader's flushed end).
 //

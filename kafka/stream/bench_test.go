@@ -9,7 +9,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
-// The speed of §6's "count over windows" on one task: 200-byte messages (the paper's size, §5) of 1,000
+// The speed of §6's "window-based counting" on one task: 200-byte messages (the paper's size, §5) of 1,000
 // keys, 100 per millisecond of event time, counted in tumbling windows of one second (100,000 messages, 1,000
 // results each). Each op is one message. The sub-benchmarks run over the same fetched bytes:
 //

@@ -1,5 +1,5 @@
 // Package stream is a small library of stream utilities over the group consumer and the producer: the
-// second direction of the paper's §6 ("a library of useful stream utilities, such as different windowing
+// second direction of the paper's §6 ("a library of helpful stream utilities, such as different windowing
 // functions or join techniques will be beneficial to this kind of applications"), for the real-time uses of
 // §1 — counts of activity per item, click-through rates, reports of operational metrics. LinkedIn built
 // Samza on this idea and Kafka Streams after it; the shapes below are theirs: tasks per partition, state
@@ -8,8 +8,9 @@
 // # The model
 //
 // A Stage reads one input topic with a consumer group. Algorithm 1 (§3.2, kafka/consumer) gives each
-// partition to exactly one member, and every partition is processed by one Task of that member. §6's
-// "semantic partitioning": the producer hashes a message's key to choose its partition (§3.3), so every
+// partition to exactly one member, and every partition is processed by one Task of that member. §6:
+// "semantically partitioning messages on the join key during publishing". The producer hashes a message's key
+// to choose its partition (§3.2), so every
 // message of a key reaches the same task, and the per-key state the task keeps — a WindowedAggregate's
 // windows, or a join's table — is complete without talking to any other task:
 //

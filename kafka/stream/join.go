@@ -1,14 +1,14 @@
 package stream
 
-// The stream–stream join within a window, the join technique of the paper's §6 ("a library of useful stream
+// The stream–stream join within a window, the join technique of the paper's §6 ("a library of helpful stream
 // utilities, such as different windowing functions or join techniques") for the use its §1 gives first:
-// click-through rates, "clicks joined with the impressions that did not get clicked". One side, the left
+// click-through rates, which need the impressions that were not clicked as well as the clicks. One side, the left
 // (impressions), is the outer side: every left event comes out exactly once, matched with the first right event
 // (click) of its key whose time falls in [left time, left time + window), or unmatched when the window has
 // closed without one. A right event that matched nothing is counted, not dropped silently.
 //
-// A join is local to one task only if both inputs are partitioned on the join key: §6, "semantic partitioning
-// on the join key at publish time", is what makes every impression and every click of one impression id reach
+// A join is local to one task only if both inputs are partitioned on the join key: §6, "semantically
+// partitioning messages on the join key during publishing", is what makes every impression and every click of one impression id reach
 // the same partition number of their two topics (the producer's key-hash partitioner, kafka/producer), and so the
 // same task. JoinCopartitioned checks the two topics' partition lists agree.
 //

@@ -1,7 +1,7 @@
 package stream
 
-// The click-through workload of the paper's §1 ("click-through rates": clicks joined with the impressions,
-// including those that did not get clicked) as events, a generator with rates known in advance, and the exact
+// The click-through workload of the paper's §1 (click-through rates, which count the impressions that were not
+// clicked as well as the clicks) as events, a generator with rates known in advance, and the exact
 // count of clicked impressions per item that the join's results feed.
 //
 // An event is one line of text, so `kafka console-consumer` shows it as it is:

@@ -1,7 +1,7 @@
 package stream
 
-// Repartitioning by a new key through an intermediate topic. §6: "semantic partitioning on the join key at
-// publish time" is what lets one task see every message of a key. When the messages of a topic were not
+// Repartitioning by a new key through an intermediate topic. §6: "semantically partitioning messages on the
+// join key during publishing" is what lets one task see every message of a key. When the messages of a topic were not
 // published by the key a later step needs (clicks published by user, counted by item), a Repartition stage
 // publishes each message again to an intermediate topic with the new key; the producer's key-hash partitioner
 // (kafka/producer, §3.3) puts every message of a new key in one partition of that topic, and a stage reading

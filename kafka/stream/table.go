@@ -1,6 +1,6 @@
 package stream
 
-// The table of the stream–table join of the paper's §6 ("join each message with records of a secondary
+// The table of the stream–table join of the paper's §6 ("joining each message with records in a secondary
 // store"): a topic read as a table, the latest value per key. Every partition of the topic is read from its
 // earliest offset with the consumer's PartitionIterator (paper §3.1: the consumer owns its position, so a table
 // is rebuilt from the topic whenever it is opened: the topic is the table's changelog). OpenTable returns once

@@ -1,6 +1,6 @@
 package stream
 
-// The stream–table join of §6: "join each message with records of a secondary store". Each message of the
+// The stream–table join of §6: "joining each message with records in a secondary store". Each message of the
 // stage is published again with the latest value its key has in a table (a Table: a topic read as key →
 // latest value), so a click stream gains the item's name and price. A task keeps no state of its own: the table
 // is rebuilt from its topic whenever it is opened, and what a message is joined with is the table's value at

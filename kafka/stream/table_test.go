@@ -91,7 +91,7 @@ func (c *appCluster) sendKeyed(t *testing.T, tp string, lines ...string) {
 	}
 }
 
-// §6's stream–table join reads "records of a secondary store" kept in a topic: the table holds each key's
+// §6's stream–table join reads "records in a secondary store", here kept in a topic: the table holds each key's
 // latest message once it is open, and keeps up with the topic as it grows (updates and deletions), counting
 // a message without a key instead of applying it.
 func TestIntegration_TableFollowsTopic(t *testing.T) {

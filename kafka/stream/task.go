@@ -161,7 +161,7 @@ const MaxCheckpoint = 1000 * 1000
 var checkpointMagic = [4]byte{'K', 'S', 'C', '1'}
 
 // Checkpoint encodes the task's state together with its input offset, as one value to be written in one
-// atomic write (§4: "store the offset with the data"; docs in the package doc). The slice is reused by the
+// atomic write (as §4's loader stores data and offsets together; see the package doc). The slice is reused by the
 // next call.
 func (t *Task) Checkpoint() ([]byte, error) {
 	b := append(t.state[:0], checkpointMagic[:]...)

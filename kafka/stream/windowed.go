@@ -11,7 +11,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/topic"
 )
 
-// WindowedConfig describes a windowed aggregation: §6's "count over windows", per key.
+// WindowedConfig describes a windowed aggregation: §6's "window-based counting", per key.
 type WindowedConfig struct {
 	Window Window
 	// Grace is how long, in event time, a window stays open after its end for messages that arrive out of

@@ -12,7 +12,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/topic"
 )
 
-// §6: "count over windows" on event time. Tumbling windows of 10 ms, grace 5 ms, messages out of order: each
+// §6: "window-based counting" on event time. Tumbling windows of 10 ms, grace 5 ms, messages out of order: each
 // window's count is exact, and a message later than its window's end + grace is counted as late, not
 // aggregated.
 func TestTumblingOutOfOrderAndLate(t *testing.T) {

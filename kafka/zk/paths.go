@@ -5,9 +5,10 @@ import (
 	"strconv"
 )
 
-// The ZooKeeper layout of docs/PROTOCOL.md §5 (paper §3.2: "Kafka uses Zookeeper for ... detecting the addition and the
-// removal of brokers and consumers, triggering a rebalance process ..., and maintaining the consumption
-// relationship and keeping track of the consumed offset of each partition"). Every path below is relative to
+// The ZooKeeper layout of docs/PROTOCOL.md §5 (paper §3.2: "Kafka uses Zookeeper for the following tasks: (1)
+// detecting the addition and the removal of brokers and consumers, (2) triggering a rebalance process in each
+// consumer when the above events happen, and (3) maintaining the consumption relationship and keeping track of
+// the consumed offset of each partition"). Every path below is relative to
 // the client's chroot (the optional "/chroot" suffix of the connect string).
 const (
 	// BrokerIDsPath holds one ephemeral node per live broker: /brokers/ids/<brokerid>.

@@ -163,7 +163,7 @@ func TestIntegration_StreamCTRExact(t *testing.T) {
 	}
 }
 
-// §6's "count over windows" with the real command: kafka stream-count over the generator's clicks published
+// §6's "window-based counting" with the real command: kafka stream-count over the generator's clicks published
 // keyed by item (§6: partitioned at publish time on the key that is counted), per item in 10 s tumbling
 // windows of event time. Every window's final count equals the count made from the generated events; a tick
 // an hour later in every partition closes them all (and the ticks' own window stays open, so it is not
