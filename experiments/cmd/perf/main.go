@@ -208,7 +208,7 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 				fmt.Fprintf(w, "perf50's log before the consumer: %d of %d MB in the page cache (mincore)\n",
 					res>>20, total>>20)
 			}
-			err = r.tool(ctx, "consumer", prof("consumer"), "consumer-perf", "--broker", broker.Addr(), "--topic", "perf50",
+			err = r.tool(ctx, "consumer", prof("consumer"), "consumer-perf", "--broker-list", broker.Addr(), "--topic", "perf50",
 				"--messages", strconv.Itoa(o.messages), "--fetch-size", strconv.Itoa(o.fetchSize), "--idle-timeout", "5s")
 		}
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 func init() {
 	register(&command{
 		Name:    "consumer-perf",
-		Args:    "--broker HOST:PORT --topic TOPIC [--partition P] --messages N [--fetch-size B] [flags]",
+		Args:    "--broker-list HOST:PORT --topic TOPIC [--partition P] --messages N [--fetch-size B] [flags]",
 		Summary: "measure consumer throughput (paper §5, figure 5), checking every CRC",
 		Run:     consumerPerf,
 	})
@@ -19,7 +19,7 @@ func init() {
 
 func consumerPerf(args []string, std stdio) error {
 	fs := newFlags(commands["consumer-perf"], std.Err)
-	broker := fs.String("broker", "", "broker host:port")
+	broker := brokerFlag(fs)
 	topic := fs.String("topic", "", "topic")
 	partition := fs.Int("partition", 0, "partition")
 	n := fs.Int64("messages", 1000000, "number of messages to read")
@@ -33,7 +33,7 @@ func consumerPerf(args []string, std stdio) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := required(fs, "broker", "topic"); err != nil {
+	if err := required(fs, "broker-list", "topic"); err != nil {
 		return err
 	}
 	if *procs > 0 {
@@ -42,7 +42,7 @@ func consumerPerf(args []string, std stdio) error {
 	if *n < 1 || *fetchSize < 1 {
 		return usagef("need --messages >= 1 and --fetch-size >= 1")
 	}
-	c := consumer.NewSimpleConsumer(*broker, 30*time.Second)
+	c := consumer.NewSimpleConsumer(firstBroker(*broker), 30*time.Second)
 	defer c.Close()
 	start := *offset
 	if start < 0 {

@@ -16,10 +16,11 @@ import (
 
 func init() {
 	register(&command{
-		Name:    "dump-log-segments",
-		Args:    "[--print-payload] [--deep-iteration] FILE...",
-		Summary: "print every message of segment files: offset, size, magic, codec, CRC validity (and what wrappers hold)",
-		Run:     dumpLogSegments,
+		Name:       "dump-log-segments",
+		Positional: true,
+		Args:       "[--print-payload] [--deep-iteration] FILE...",
+		Summary:    "print every message of segment files: offset, size, magic, codec, CRC validity (and what wrappers hold)",
+		Run:        dumpLogSegments,
 	})
 }
 

@@ -10,7 +10,7 @@ import (
 func init() {
 	register(&command{
 		Name:    "get-offset-shell",
-		Args:    "--broker HOST:PORT --topic TOPIC [--partition P] --time -1|-2|MS [--offsets N]",
+		Args:    "--broker-list HOST:PORT --topic TOPIC [--partition P] --time -1|-2|MS [--offsets N]",
 		Summary: "print a partition's segment start offsets before a time (-1 latest, -2 earliest)",
 		Run:     getOffsetShell,
 	})
@@ -18,7 +18,7 @@ func init() {
 
 func getOffsetShell(args []string, std stdio) error {
 	fs := newFlags(commands["get-offset-shell"], std.Err)
-	broker := fs.String("broker", "", "broker host:port")
+	broker := brokerFlag(fs)
 	topic := fs.String("topic", "", "topic")
 	partition := fs.Int("partition", 0, "partition number on that broker (of a replicated topic: its number; the leader answers)")
 	t := fs.Int64("time", -1, "-1 (latest: the flushed end), -2 (earliest) or ms since the epoch")
@@ -26,13 +26,13 @@ func getOffsetShell(args []string, std stdio) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := required(fs, "broker", "topic"); err != nil {
+	if err := required(fs, "broker-list", "topic"); err != nil {
 		return err
 	}
 	if *n < 1 {
 		return usagef("--offsets must be at least 1, got %d", *n)
 	}
-	c := consumer.NewSimpleConsumer(leaderAddr(*broker, *topic, *partition), 30*time.Second)
+	c := consumer.NewSimpleConsumer(leaderAddr(firstBroker(*broker), *topic, *partition), 30*time.Second)
 	defer c.Close()
 	offs, err := c.GetOffsetsBefore(*topic, int32(*partition), *t, int32(*n))
 	if err != nil {

@@ -3,8 +3,8 @@
 //
 //	kafka server-start server.properties [--override key=value]...
 //	kafka console-producer --broker-list 0:localhost:9092 --topic t
-//	kafka simple-consumer-shell --broker localhost:9092 --topic t --partition 0 --offset -2
-//	kafka get-offset-shell --broker localhost:9092 --topic t --partition 0 --time -1
+//	kafka simple-consumer-shell --broker-list localhost:9092 --topic t --partition 0 --offset -2
+//	kafka get-offset-shell --broker-list localhost:9092 --topic t --partition 0 --time -1
 //	kafka dump-log-segments /tmp/kafka-logs/t-0/00000000000000000000.kafka
 //	kafka producer-perf ... / kafka consumer-perf ...
 //	kafka stream-count / stream-ctr / stream-ctr-gen / stream-table / stream-join-table (paper §6, kafka/stream)
@@ -31,6 +31,9 @@ type command struct {
 	Name    string
 	Args    string // the synopsis after the name, e.g. "FILE..."
 	Summary string // one line for `kafka help`
+	// Positional says the subcommand takes arguments that are not flags (files); without it an argument
+	// that is not a flag is a usage error.
+	Positional bool
 	// Run runs the subcommand with the arguments after its name.
 	Run func(args []string, io stdio) error
 }
@@ -67,7 +70,7 @@ func newFlags(c *command, w io.Writer) *flag.FlagSet {
 		fmt.Fprintf(w, "usage: kafka %s %s\n\n%s\n", c.Name, c.Args, c.Summary)
 		if hasFlags(fs) {
 			fmt.Fprintln(w, "\nflags:")
-			fs.PrintDefaults()
+			printDefaults(fs, w)
 		}
 	}
 	return fs
@@ -79,7 +82,28 @@ func hasFlags(fs *flag.FlagSet) bool {
 	return n > 0
 }
 
-// parseFlags parses args; -h gives flag.ErrHelp, which exits 0.
+// printDefaults is flag.PrintDefaults with each flag written as the README writes it, --name.
+func printDefaults(fs *flag.FlagSet, w io.Writer) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		if d := f.DefValue; d != "" && d != "0" && d != "false" && d != "0s" {
+			if name == "string" {
+				d = fmt.Sprintf("%q", d)
+			}
+			line += " (default " + d + ")"
+		}
+		fmt.Fprintln(w, line)
+	})
+}
+
+// parseFlags parses args; -h gives flag.ErrHelp, which exits 0. A subcommand that takes no positional
+// arguments (command.Positional) refuses one, naming it: otherwise the flags after it would go unread and be
+// reported missing.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -87,7 +111,28 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 		return usageError{err.Error()}
 	}
+	if c := commands[fs.Name()]; c != nil && !c.Positional && fs.NArg() > 0 {
+		return usagef("unexpected argument %q: every argument of `kafka %s` is a flag (--name value)", fs.Arg(0), c.Name)
+	}
 	return nil
+}
+
+// brokerFlag is the flag naming the broker a shell talks to: --broker-list, as the console tools and 0.8's
+// shells name it (the first broker of the list is used), with --broker, this repository's older name, kept.
+func brokerFlag(fs *flag.FlagSet) *string {
+	s := fs.String("broker-list", "", "the broker: host:port (or id:host:port; of a list, the first)")
+	fs.StringVar(s, "broker", "", "the older name of --broker-list")
+	return s
+}
+
+// firstBroker is the host:port of the first broker of a --broker-list value ("host:port" or "id:host:port",
+// comma-separated).
+func firstBroker(list string) string {
+	b := strings.TrimSpace(strings.Split(list, ",")[0])
+	if strings.Count(b, ":") == 2 {
+		b = b[strings.IndexByte(b, ':')+1:]
+	}
+	return b
 }
 
 // required reports the first of the named string flags left empty.

@@ -23,7 +23,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 	if code, out, _ := runCmd("", "help"); code != 0 || !strings.Contains(out, "dump-log-segments") {
 		t.Fatalf("help: %d %q", code, out)
 	}
-	if code, out, _ := runCmd("", "help", "producer-perf"); code != 0 || !strings.Contains(out, "-message-size") {
+	if code, out, _ := runCmd("", "help", "producer-perf"); code != 0 || !strings.Contains(out, "--message-size") {
 		t.Fatalf("help producer-perf: %d %q", code, out)
 	}
 	for _, args := range [][]string{{}, {"no-such-command"}, {"get-offset-shell"}, {"producer-perf", "--bogus"},
@@ -34,6 +34,22 @@ func TestUsageAndExitCodes(t *testing.T) {
 	}
 	if code, _, errOut := runCmd("", "get-offset-shell", "--broker", "127.0.0.1:1", "--topic", "t"); code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
 		t.Errorf("unreachable broker: exit %d, %q; want 1 naming the address", code, errOut)
+	}
+	// --broker-list, as the console tools and 0.8's shells name it, with an id in front or not.
+	for _, b := range []string{"127.0.0.1:1", "3:127.0.0.1:1,4:127.0.0.1:2"} {
+		if code, _, errOut := runCmd("", "get-offset-shell", "--broker-list", b, "--topic", "t"); code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
+			t.Errorf("--broker-list %s: exit %d, %q; want 1 naming 127.0.0.1:1", b, code, errOut)
+		}
+	}
+	// A stray argument before the flags is named, not taken for missing flags.
+	code, _, errOut := runCmd("", "console-producer", "stray", "--broker-list", "127.0.0.1:1", "--topic", "t")
+	if code != 2 || !strings.Contains(errOut, `unexpected argument "stray"`) {
+		t.Errorf("a stray argument: exit %d, %q; want 2 naming it", code, errOut)
+	}
+	// The flags are shown as the README writes them: --name.
+	code, _, errOut = runCmd("", "get-offset-shell", "-h")
+	if code != 0 || !strings.Contains(errOut, "  --broker-list string") || !strings.Contains(errOut, "  --time int") || strings.Contains(errOut, "\n  -time") {
+		t.Errorf("get-offset-shell -h: exit %d:\n%s\nwant every flag as --name", code, errOut)
 	}
 }
 

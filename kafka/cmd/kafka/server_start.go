@@ -20,10 +20,11 @@ import (
 
 func init() {
 	register(&command{
-		Name:    "server-start",
-		Args:    "server.properties [consumer.properties] [--override key=value]...",
-		Summary: "run a broker until SIGINT/SIGTERM, then shut down cleanly (leaving the clean-shutdown marker); with consumer.properties, also mirror another cluster into it (0.7.0's embedded consumer)",
-		Run:     serverStart,
+		Name:       "server-start",
+		Positional: true,
+		Args:       "server.properties [consumer.properties] [--override key=value]...",
+		Summary:    "run a broker until SIGINT/SIGTERM, then shut down cleanly (leaving the clean-shutdown marker); with consumer.properties, also mirror another cluster into it (0.7.0's embedded consumer)",
+		Run:        serverStart,
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 func init() {
 	register(&command{
 		Name:    "simple-consumer-shell",
-		Args:    "--broker HOST:PORT --topic TOPIC [--partition P] [--offset N|-1|-2] [flags]",
+		Args:    "--broker-list HOST:PORT --topic TOPIC [--partition P] [--offset N|-1|-2] [flags]",
 		Summary: "print the messages of one partition from an offset, following new ones",
 		Run:     simpleConsumerShell,
 	})
@@ -23,7 +23,7 @@ func init() {
 
 func simpleConsumerShell(args []string, std stdio) error {
 	fs := newFlags(commands["simple-consumer-shell"], std.Err)
-	broker := fs.String("broker", "", "broker host:port")
+	broker := brokerFlag(fs)
 	topic := fs.String("topic", "", "topic")
 	partition := fs.Int("partition", 0, "partition number on that broker")
 	offset := fs.Int64("offset", -2, "start offset: a byte offset, -1 (latest) or -2 (earliest)")
@@ -33,7 +33,7 @@ func simpleConsumerShell(args []string, std stdio) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := required(fs, "broker", "topic"); err != nil {
+	if err := required(fs, "broker-list", "topic"); err != nil {
 		return err
 	}
 	if *fetchSize <= 0 {
@@ -42,7 +42,7 @@ func simpleConsumerShell(args []string, std stdio) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	c := consumer.NewSimpleConsumer(leaderAddr(*broker, *topic, *partition), 30*time.Second)
+	c := consumer.NewSimpleConsumer(leaderAddr(firstBroker(*broker), *topic, *partition), 30*time.Second)
 	defer c.Close()
 	start := *offset
 	if start < 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
@@ -192,6 +193,11 @@ func createTopic(c *zk.Client, connect, topic string, parts int, std stdio) erro
 		return err
 	}
 	existed := len(regs) > 0
+	if !existed {
+		if err := checkPartitionCount(brokers, topic, parts); err != nil {
+			return err
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(brokers)) {
 		if _, ok := regs[id]; ok {
 			continue
@@ -235,6 +241,28 @@ func createTopic(c *zk.Client, connect, topic string, parts int, std stdio) erro
 		return nil
 	}
 	fmt.Fprintf(std.Out, "Created topic %q: %s on %s.\n", topic, plural(total, "partition"), plural(len(regs), "broker"))
+	return nil
+}
+
+// checkPartitionCount refuses, before anything is created, a --partitions that a broker would not give the topic:
+// a broker answers an OFFSETS request for a partition outside [0, its count for the topic) with error 3
+// (docs/PROTOCOL.md §4), and its count is its num.partitions or topic.partition.count.map, not the tool's.
+func checkPartitionCount(brokers map[int]zk.Broker, topic string, parts int) error {
+	for _, id := range slices.Sorted(maps.Keys(brokers)) {
+		b := brokers[id]
+		sc := consumer.NewSimpleConsumer(b.Addr(), 5*time.Second)
+		_, err := sc.GetOffsetsBefore(topic, int32(parts-1), protocol.OffsetsLatest, 1)
+		sc.Close()
+		if errors.Is(err, protocol.ErrWrongPartition) {
+			return fmt.Errorf("create topic %q: broker %d (%s) gives a new topic fewer than %d partitions (its num.partitions or "+
+				"topic.partition.count.map decides, in 0.7's registry); nothing was created. Set topic.partition.count.map=%s:%d "+
+				"in its server.properties, or create a replicated topic of %d partitions with --replication-factor", topic, id, b.Addr(),
+				parts, topic, parts, parts)
+		}
+		if err != nil {
+			return fmt.Errorf("create topic %q: ask broker %d (%s) for its partitions: %w", topic, id, b.Addr(), err)
+		}
+	}
 	return nil
 }
 

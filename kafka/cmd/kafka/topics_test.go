@@ -34,12 +34,20 @@ func TestIntegration_TopicsAndOffsetChecker(t *testing.T) {
 	zkBroker(t, connect, 1, 2)
 	zkBroker(t, connect, 2, 1)
 
+	// Broker 2 gives a new topic one partition: --partitions 2 is refused before anything is created.
 	out, errs, code := runKafka(t, "topics", "--zookeeper", connect, "--create", "--topic", "events", "--partitions", "2")
+	if code != 1 || !strings.Contains(errs, "broker 2") || !strings.Contains(errs, "nothing was created") {
+		t.Fatalf("create with --partitions 2 where broker 2 gives 1: code %d\n%s%s\nwant 1 and an error naming broker 2", code, out, errs)
+	}
+	if out, _, _ := runKafka(t, "topics", "--zookeeper", connect, "--list"); out != "" {
+		t.Fatalf("after the refused create, --list = %q, want nothing", out)
+	}
+	out, errs, code = runKafka(t, "topics", "--zookeeper", connect, "--create", "--topic", "events")
 	if code != 0 || !strings.Contains(out, `Created topic "events": 3 partitions on 2 brokers`) {
 		t.Fatalf("create: code %d\n%s%s", code, out, errs)
 	}
-	if !strings.Contains(errs, "broker 2 has 1 partitions") {
-		t.Errorf("no warning about broker 2's partition count: %q", errs)
+	if !strings.Contains(errs, "broker 1 has 2 partitions") {
+		t.Errorf("no warning about broker 1's partition count: %q", errs)
 	}
 	if _, _, code := runKafka(t, "topics", "--zookeeper", connect, "--create", "--topic", "x", "--replication-factor", "3"); code != 2 {
 		t.Errorf("--replication-factor 3: exit %d, want a usage error", code)
