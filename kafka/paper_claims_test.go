@@ -133,8 +133,8 @@ func TestPaper_OnlyFlushedMessagesAreVisible(t *testing.T) {
 		t.Fatalf("fetch of unflushed messages: code %v, %d bytes, %v; want none", code, len(resp), err)
 	}
 	l, ok := tb.Logs().Get("flush", 0)
-	if !ok || l.LogEndOffset() != int64(first) || l.HighWaterMark() != 0 {
-		t.Fatalf("log: written end %d, flushed end %d; want %d and 0", l.LogEndOffset(), l.HighWaterMark(), first)
+	if !ok || l.LogEndOffset() != int64(first) || l.FlushedEnd() != 0 {
+		t.Fatalf("log: written end %d, flushed end %d; want %d and 0", l.LogEndOffset(), l.FlushedEnd(), first)
 	}
 	// The 100th message triggers the flush.
 	if _, err := conn.Write(protocol.ProduceRequest{Topic: "flush", Partition: 0, Messages: set[first:]}.AppendTo(nil)); err != nil {

@@ -70,7 +70,7 @@ func (t *Tally) AddEvent(p []byte) error {
 func (t *Tally) WindowMs() int64 { return t.windowMs }
 
 // AddMessage adds one message of the topic (its payload). The window length
-// must be known: add the events first, or call SetWindow.
+// must be known: add the events first.
 func (t *Tally) AddMessage(p []byte) {
 	e, err := OpenEnvelope(p)
 	if err != nil || t.windowMs == 0 {
@@ -86,9 +86,6 @@ func (t *Tally) AddMessage(p []byte) {
 	t.seen[k] = true
 	t.distinct[w]++
 }
-
-// SetWindow sets the window length when no event gives it.
-func (t *Tally) SetWindow(w time.Duration) { t.windowMs = w.Milliseconds() }
 
 // Row is one window of the report.
 type Row struct {

@@ -195,8 +195,8 @@ func TestConcurrentFetchesSameFile(t *testing.T) {
 	cl.sync()
 	tb.Flush("c", 0)
 	l, _ := tb.Logs().Get("c", 0)
-	if l.HighWaterMark() != int64(len(set)) {
-		t.Fatalf("high-water mark %d, want %d", l.HighWaterMark(), len(set))
+	if l.FlushedEnd() != int64(len(set)) {
+		t.Fatalf("high-water mark %d, want %d", l.FlushedEnd(), len(set))
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -248,7 +248,7 @@ func TestCleanShutdownMarker(t *testing.T) {
 	}
 	// The data survived: a new broker on the same log.dir serves it.
 	tb.Restart()
-	if l, ok := tb.Logs().Get("s", 0); !ok || l.HighWaterMark() != int64(len(messageSet(0, 3, 10))) {
+	if l, ok := tb.Logs().Get("s", 0); !ok || l.FlushedEnd() != int64(len(messageSet(0, 3, 10))) {
 		t.Fatalf("after restart: log found %v", ok)
 	}
 }

@@ -202,8 +202,8 @@ func TestRequestMemoryBudget(t *testing.T) {
 	}
 	tb.Flush("big", 0)
 	l, _ := tb.Logs().Get("big", 0)
-	if want := int64(10 * len(set)); l.HighWaterMark() != want {
-		t.Fatalf("stored %d bytes, want %d", l.HighWaterMark(), want)
+	if want := int64(10 * len(set)); l.FlushedEnd() != want {
+		t.Fatalf("stored %d bytes, want %d", l.FlushedEnd(), want)
 	}
 	got, _ := l.ReadBytes(0, len(set))
 	if !bytes.Equal(got, set) {

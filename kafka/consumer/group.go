@@ -51,7 +51,6 @@ type GroupConsumer struct {
 	closing       chan struct{}
 	wg            sync.WaitGroup
 	endOnce       sync.Once
-	rebCount      int // successful rebalances, for tests and logs
 }
 
 // NewGroupConsumer connects to ZooKeeper and returns a consumer that is not yet a member of its group:
@@ -281,11 +280,4 @@ func (g *GroupConsumer) ownershipChanged() {
 	case g.changed <- struct{}{}:
 	default:
 	}
-}
-
-// Rebalances is the number of rebalances this consumer completed.
-func (g *GroupConsumer) Rebalances() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.rebCount
 }

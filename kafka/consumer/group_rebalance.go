@@ -221,7 +221,6 @@ func (g *GroupConsumer) rebalanceOnce(reason string) (conflict bool, err error) 
 	if !g.cfg.OwnershipOnly {
 		g.startFetchersLocked(view.brokers)
 	}
-	g.rebCount++
 	g.log.Info("rebalanced", "reason", reason, "generation", g.gen, "owned", ownedNames(owned))
 	return false, nil
 }

@@ -27,7 +27,7 @@ func BenchmarkRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	const fetch = 300 << 10
-	end := l.HighWaterMark()
+	end := l.FlushedEnd()
 	b.Run("chunk", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(fetch)

@@ -35,7 +35,7 @@
 //	               file 0   file 1      file 2 ──────────────┐
 //	                                    ◄── flushed ──►◄ written ►◄ buffer ►
 //	                                                   ▲          ▲          ▲
-//	                                       HighWaterMark      file end   LogEndOffset
+//	                                      FlushedEnd    file end   LogEndOffset
 //
 // §3.1: "A message is only exposed to the consumers after it is flushed."
 // Append copies a set into a small user-space buffer (or writes it straight

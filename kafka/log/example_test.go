@@ -27,9 +27,9 @@ func Example() {
 	set := message.AppendV0(nil, []byte("hello"))
 	set = message.AppendV0(set, []byte("world"))
 	offset, _ := l.Append(set)
-	fmt.Println("appended at", offset, "end", l.LogEndOffset(), "visible up to", l.HighWaterMark())
+	fmt.Println("appended at", offset, "end", l.LogEndOffset(), "visible up to", l.FlushedEnd())
 	l.Flush() // §3.1: only flushed messages are exposed to consumers
-	fmt.Println("after flush visible up to", l.HighWaterMark())
+	fmt.Println("after flush visible up to", l.FlushedEnd())
 
 	b, _ := l.ReadBytes(0, 1000)
 	it := message.NewIterator(b, 0)

@@ -153,7 +153,7 @@ func TestFullDiskLeavesLogAsBefore(t *testing.T) {
 			mustFlush(t, l)
 			seg := lastSegmentPath(t, dir)
 			before := fileSize(t, seg)
-			leo, hwm := l.LogEndOffset(), l.HighWaterMark()
+			leo, hwm := l.LogEndOffset(), l.FlushedEnd()
 
 			// Room for a bit more than half a set: the next write stops short.
 			d.set(func(d *disk) { d.free = int64(c.perSet) * msgLen / 2 })
@@ -185,11 +185,11 @@ func TestFullDiskLeavesLogAsBefore(t *testing.T) {
 			if err := l.Flush(); !errors.Is(err, ErrStorage) {
 				t.Fatalf("flush while failed: %v, want ErrStorage", err)
 			}
-			if l.HighWaterMark() != hwm {
-				t.Fatalf("HWM moved from %d to %d while failed", hwm, l.HighWaterMark())
+			if l.FlushedEnd() != hwm {
+				t.Fatalf("HWM moved from %d to %d while failed", hwm, l.FlushedEnd())
 			}
 			// Reads go on.
-			checkMessages(t, readAll(t, l, 0, 64<<10), 0, 0, int(l.HighWaterMark()/msgLen), size)
+			checkMessages(t, readAll(t, l, 0, 64<<10), 0, 0, int(l.FlushedEnd()/msgLen), size)
 
 			// Space comes back: the next append's probe heals the partition.
 			d.set(func(d *disk) { d.free = 1 << 30 })
@@ -296,8 +296,8 @@ func TestFailedFsyncNeedsRestart(t *testing.T) {
 	if err := bad.Flush(); !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("flush with a failing fsync: %v, want ErrStorage wrapping EIO", err)
 	}
-	if bad.HighWaterMark() != 0 {
-		t.Fatalf("HWM %d after a failed fsync, want 0", bad.HighWaterMark())
+	if bad.FlushedEnd() != 0 {
+		t.Fatalf("HWM %d after a failed fsync, want 0", bad.FlushedEnd())
 	}
 	d.set(func(d *disk) { d.syncErr = nil })
 	if _, err := bad.Append(makeSet(3, 1, 10)); !errors.Is(err, ErrStorage) {
@@ -411,8 +411,8 @@ func TestFailedPartitionExposesWhatItsFilesHold(t *testing.T) {
 	if err := l.Flush(); !errors.Is(err, ErrStorage) {
 		t.Fatalf("flush while failed: %v, want ErrStorage", err)
 	}
-	if l.HighWaterMark() != int64(len(direct)) {
-		t.Fatalf("HWM %d while failed, want %d: the set in the file", l.HighWaterMark(), len(direct))
+	if l.FlushedEnd() != int64(len(direct)) {
+		t.Fatalf("HWM %d while failed, want %d: the set in the file", l.FlushedEnd(), len(direct))
 	}
 	checkMessages(t, readAll(t, l, 0, 1<<20), 0, 0, 100, 1000)
 	d.set(func(d *disk) { d.free = 1 << 30 })

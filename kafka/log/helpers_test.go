@@ -79,7 +79,7 @@ type readMsg struct {
 func readAll(t *testing.T, l *Log, offset int64, fetchSize int) []readMsg {
 	t.Helper()
 	var out []readMsg
-	for offset < l.HighWaterMark() {
+	for offset < l.FlushedEnd() {
 		b, err := l.ReadBytes(offset, fetchSize)
 		if err != nil {
 			t.Fatalf("ReadBytes(%d, %d): %v", offset, fetchSize, err)

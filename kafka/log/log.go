@@ -38,10 +38,10 @@ type Log struct {
 	appended int64    // messages appended since the log was opened
 	failed   *failure // non-nil while a storage error keeps appends out (failure.go)
 
-	segs   atomic.Pointer[[]*segment] // sorted by start; replaced, never modified
-	leo    atomic.Int64               // log end offset: everything appended
-	hwm    atomic.Int64               // high-water mark: everything fsynced
-	closed atomic.Bool
+	segs    atomic.Pointer[[]*segment] // sorted by start; replaced, never modified
+	leo     atomic.Int64               // log end offset: everything appended
+	flushed atomic.Int64               // the flushed end (FlushedEnd): everything fsynced
+	closed  atomic.Bool
 
 	flushMu sync.Mutex    // one flush at a time
 	toSync  []*segment    // scratch for flush, guarded by flushMu
@@ -87,7 +87,7 @@ func open(dir string, cfg Config, recover bool, expect *segmentRecord, st storag
 	l.written = last.size.Load()
 	l.segs.Store(&segs)
 	l.leo.Store(last.end())
-	l.hwm.Store(last.end())
+	l.flushed.Store(last.end())
 	l.wg.Add(1)
 	go l.flushLoop()
 	return l, nil
@@ -104,7 +104,7 @@ func (l *Log) Dir() string { return l.dir }
 // refused whole (ErrInvalidMessage wrapping the cause), so the log never
 // holds a message a consumer would reject, nor one at which recovery would
 // cut the log short (recover.go). An empty set appends nothing. The bytes
-// become readable only once flushed (see HighWaterMark). A storage error leaves the log as it was and
+// become readable only once flushed (see FlushedEnd). A storage error leaves the log as it was and
 // is ErrStorage wrapping the cause; so is every append while the partition
 // stays failed (failure.go).
 func (l *Log) Append(set []byte) (offset int64, err error) {
@@ -226,7 +226,7 @@ func (l *Log) rollLocked() (*segment, error) {
 	if err := l.st.Sync(old.file); err != nil {
 		return nil, l.failLocked(fmt.Errorf("fsync %s before rolling: %w", old.path, err), 0, true)
 	}
-	l.raiseHighWaterMark(old.end())
+	l.raiseFlushedEnd(old.end())
 	s, err := createSegment(l.dir, l.leo.Load())
 	if err != nil {
 		return nil, l.failLocked(err, 0, false)
@@ -301,7 +301,7 @@ func (l *Log) flush(force bool) error {
 	if refusal != nil {
 		target = active.start + l.written // what the files hold
 	}
-	hwm := l.hwm.Load()
+	hwm := l.flushed.Load()
 	if target <= hwm {
 		l.mu.Unlock()
 		return refusal
@@ -331,22 +331,22 @@ func (l *Log) flush(force bool) error {
 		return err
 	}
 	// §3.1: messages are only exposed to consumers after they are flushed.
-	l.raiseHighWaterMark(target)
+	l.raiseFlushedEnd(target)
 	return refusal
 }
 
-// raiseHighWaterMark moves the high-water mark forward to hw, never back.
-func (l *Log) raiseHighWaterMark(hw int64) {
+// raiseFlushedEnd moves the high-water mark forward to hw, never back.
+func (l *Log) raiseFlushedEnd(hw int64) {
 	for {
-		cur := l.hwm.Load()
-		if hw <= cur || l.hwm.CompareAndSwap(cur, hw) {
+		cur := l.flushed.Load()
+		if hw <= cur || l.flushed.CompareAndSwap(cur, hw) {
 			return
 		}
 	}
 }
 
-// HighWaterMark is the flushed end of the log: consumers may read up to it.
-func (l *Log) HighWaterMark() int64 { return l.hwm.Load() }
+// FlushedEnd is the flushed end of the log: consumers may read up to it.
+func (l *Log) FlushedEnd() int64 { return l.flushed.Load() }
 
 // LogEndOffset is the offset the next appended message will get.
 func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
@@ -358,18 +358,18 @@ func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
 // is answered without building Read's error for it.
 func (l *Log) InRange(offset int64) bool {
 	segs := *l.segs.Load()
-	return offset >= segs[0].start && offset <= l.hwm.Load()
+	return offset >= segs[0].start && offset <= l.flushed.Load()
 }
 
 // dirty reports whether some appended bytes are not yet flushed.
-func (l *Log) dirty() bool { return l.leo.Load() > l.hwm.Load() }
+func (l *Log) dirty() bool { return l.leo.Load() > l.flushed.Load() }
 
 // Read returns the bytes of the log from offset up to offset+maxSize, cut at
 // the high-water mark and at the end of the segment holding offset (so a
 // Chunk lies in one file). It may end in the middle of a message; the
 // consumer keeps the whole messages and fetches again from the first byte
 // it did not use. An offset below the first segment or past the high-water
-// mark is ErrOffsetOutOfRange; offset == HighWaterMark gives an empty Chunk.
+// mark is ErrOffsetOutOfRange; offset == FlushedEnd gives an empty Chunk.
 // A non-empty Chunk must be released.
 func (l *Log) Read(offset int64, maxSize int) (Chunk, error) {
 	return l.read(offset, maxSize, -1)
@@ -388,7 +388,7 @@ func (l *Log) read(offset int64, maxSize int, limit int64) (Chunk, error) {
 		}
 		// Load the high-water mark before the list: every byte below it is
 		// then in a segment of the list (segments are only added after it).
-		hwm := l.hwm.Load()
+		hwm := l.flushed.Load()
 		bound, end := hwm, hwm
 		if limit >= 0 {
 			bound, end = l.leo.Load(), limit

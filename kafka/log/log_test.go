@@ -26,8 +26,8 @@ func TestAppendThenReadBack(t *testing.T) {
 			t.Fatalf("set %d appended at offset %d, want %d", b, off, want)
 		}
 	}
-	if want := int64(70 * message.SizeV0(size)); l.LogEndOffset() != want || l.HighWaterMark() != want || l.Size() != want {
-		t.Fatalf("LEO %d HWM %d Size %d, want all %d", l.LogEndOffset(), l.HighWaterMark(), l.Size(), want)
+	if want := int64(70 * message.SizeV0(size)); l.LogEndOffset() != want || l.FlushedEnd() != want || l.Size() != want {
+		t.Fatalf("LEO %d HWM %d Size %d, want all %d", l.LogEndOffset(), l.FlushedEnd(), l.Size(), want)
 	}
 	for _, fetch := range []int{209, 1000, 1 << 20} {
 		checkMessages(t, readAll(t, l, 0, fetch), 0, 0, 70, size)
@@ -41,8 +41,8 @@ func TestOnlyFlushedBytesAreVisible(t *testing.T) {
 	l := openLog(t, t.TempDir(), testConfig(), false)
 	set := makeSet(0, 5, 100)
 	mustAppend(t, l, set)
-	if l.LogEndOffset() != int64(len(set)) || l.HighWaterMark() != 0 {
-		t.Fatalf("before flush: LEO %d HWM %d, want %d and 0", l.LogEndOffset(), l.HighWaterMark(), len(set))
+	if l.LogEndOffset() != int64(len(set)) || l.FlushedEnd() != 0 {
+		t.Fatalf("before flush: LEO %d HWM %d, want %d and 0", l.LogEndOffset(), l.FlushedEnd(), len(set))
 	}
 	// §3.1: messages are only exposed to consumers after they are flushed.
 	if b, err := l.ReadBytes(0, 1000); err != nil || len(b) != 0 {
@@ -55,8 +55,8 @@ func TestOnlyFlushedBytesAreVisible(t *testing.T) {
 		t.Fatalf("Offsets(latest) before flush = %v, want [0]", got)
 	}
 	mustFlush(t, l)
-	if l.HighWaterMark() != int64(len(set)) {
-		t.Fatalf("HWM after flush %d, want %d", l.HighWaterMark(), len(set))
+	if l.FlushedEnd() != int64(len(set)) {
+		t.Fatalf("HWM after flush %d, want %d", l.FlushedEnd(), len(set))
 	}
 	if b, err := l.ReadBytes(0, 1000); err != nil || string(b) != string(set) {
 		t.Fatalf("ReadBytes(0) after flush = %d bytes, %v; want the %d appended bytes", len(b), err, len(set))
@@ -69,11 +69,11 @@ func TestFlushAfterIntervalMessages(t *testing.T) {
 	l := openLog(t, t.TempDir(), cfg, false)
 	mustAppend(t, l, makeSet(0, 9, 50))
 	time.Sleep(20 * time.Millisecond)
-	if l.HighWaterMark() != 0 {
-		t.Fatalf("HWM %d after 9 of 10 messages, want 0 (no flush yet)", l.HighWaterMark())
+	if l.FlushedEnd() != 0 {
+		t.Fatalf("HWM %d after 9 of 10 messages, want 0 (no flush yet)", l.FlushedEnd())
 	}
 	mustAppend(t, l, makeSet(9, 1, 50))
-	waitFor(t, "background flush after 10 messages", func() bool { return l.HighWaterMark() == l.LogEndOffset() })
+	waitFor(t, "background flush after 10 messages", func() bool { return l.FlushedEnd() == l.LogEndOffset() })
 }
 
 // §3.1 "after a configurable number of messages": the flush points are the
@@ -89,9 +89,9 @@ func TestFlushPointsStayAtMultiplesOfTheInterval(t *testing.T) {
 	mustAppend(t, l, makeSet(0, 10, 50))
 	mustAppend(t, l, makeSet(10, 5, 50))
 	l.flushMu.Unlock()
-	waitFor(t, "the late flush covering 15 messages", func() bool { return l.HighWaterMark() == l.LogEndOffset() })
+	waitFor(t, "the late flush covering 15 messages", func() bool { return l.FlushedEnd() == l.LogEndOffset() })
 	mustAppend(t, l, makeSet(15, 5, 50))
-	waitFor(t, "a flush at the 20th message", func() bool { return l.HighWaterMark() == l.LogEndOffset() })
+	waitFor(t, "a flush at the 20th message", func() bool { return l.FlushedEnd() == l.LogEndOffset() })
 }
 
 // waitFor polls cond for up to 10 seconds; it is not a speed assertion.
@@ -239,7 +239,7 @@ func TestReadBounds(t *testing.T) {
 		mustAppend(t, l, makeSet(b*2, 2, 150)) // 318-byte sets, two per 636-byte segment
 	}
 	mustFlush(t, l)
-	hwm := l.HighWaterMark()
+	hwm := l.FlushedEnd()
 	cases := []struct {
 		offset  int64
 		max     int
@@ -282,8 +282,8 @@ func TestCloseThenUse(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if l.HighWaterMark() != l.LogEndOffset() {
-		t.Fatalf("Close did not flush: HWM %d LEO %d", l.HighWaterMark(), l.LogEndOffset())
+	if l.FlushedEnd() != l.LogEndOffset() {
+		t.Fatalf("Close did not flush: HWM %d LEO %d", l.FlushedEnd(), l.LogEndOffset())
 	}
 	if _, err := l.Append(makeSet(2, 1, 10)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Append after Close: %v, want ErrClosed", err)
@@ -302,12 +302,12 @@ func TestRollFlushesOldSegment(t *testing.T) {
 	l := openLog(t, t.TempDir(), cfg, false)
 	mustAppend(t, l, makeSet(0, 2, 30)) // 78 bytes
 	mustAppend(t, l, makeSet(2, 2, 30)) // 156: reached FileSize
-	if l.HighWaterMark() != 0 {
-		t.Fatalf("HWM %d before any flush or roll, want 0", l.HighWaterMark())
+	if l.FlushedEnd() != 0 {
+		t.Fatalf("HWM %d before any flush or roll, want 0", l.FlushedEnd())
 	}
 	mustAppend(t, l, makeSet(4, 2, 30)) // rolls first
-	if l.HighWaterMark() != 156 || l.LogEndOffset() != 234 {
-		t.Fatalf("after the roll HWM %d LEO %d; want 156 (old segment fsynced) and 234", l.HighWaterMark(), l.LogEndOffset())
+	if l.FlushedEnd() != 156 || l.LogEndOffset() != 234 {
+		t.Fatalf("after the roll HWM %d LEO %d; want 156 (old segment fsynced) and 234", l.FlushedEnd(), l.LogEndOffset())
 	}
 	checkMessages(t, readAll(t, l, 0, 1000), 0, 0, 4, 30)
 }

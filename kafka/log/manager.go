@@ -219,17 +219,6 @@ func (m *Manager) snapshot() []*Log {
 	return slices.Collect(maps.Values(m.logs))
 }
 
-// FlushAll flushes every partition now.
-func (m *Manager) FlushAll() error {
-	var errs []error
-	for _, l := range m.snapshot() {
-		if err := l.Flush(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // flushTimer wakes the flusher of every partition with unflushed bytes once
 // per interval (§3.1: flush after a certain amount of time has elapsed), so
 // no flushed-but-invisible data waits longer than that.

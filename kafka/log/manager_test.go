@@ -160,7 +160,7 @@ func TestManagerFlushTimer(t *testing.T) {
 	}
 	mustAppend(t, l, makeSet(0, 1, 10))
 	// §3.1: flushed after a certain amount of time even below the message count.
-	waitFor(t, "the flush timer", func() bool { return l.HighWaterMark() == l.LogEndOffset() })
+	waitFor(t, "the flush timer", func() bool { return l.FlushedEnd() == l.LogEndOffset() })
 }
 
 func TestManagerRetention(t *testing.T) {

@@ -84,8 +84,8 @@ func TestRecoveryTruncatesAtFirstBadMessage(t *testing.T) {
 
 			l := openLog(t, dir, cfg, true)
 			wantEnd := lastStart + int64(c.keep*msgLen)
-			if l.LogEndOffset() != wantEnd || l.HighWaterMark() != wantEnd {
-				t.Fatalf("after recovery LEO %d HWM %d, want %d", l.LogEndOffset(), l.HighWaterMark(), wantEnd)
+			if l.LogEndOffset() != wantEnd || l.FlushedEnd() != wantEnd {
+				t.Fatalf("after recovery LEO %d HWM %d, want %d", l.LogEndOffset(), l.FlushedEnd(), wantEnd)
 			}
 			if fi, err := os.Stat(path); err != nil || fi.Size() != int64(c.keep*msgLen) {
 				t.Fatalf("last segment holds %d bytes on disk (%v), want %d", fi.Size(), err, c.keep*msgLen)

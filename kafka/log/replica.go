@@ -86,7 +86,7 @@ func (l *Log) AppendReplicaPrefix(set []byte) (offset int64, valid int, err erro
 func (l *Log) ReadUpTo(offset int64, maxSize int, limit int64) (Chunk, error) {
 	leo := l.leo.Load()
 	limit = max(min(limit, leo), 0)
-	if limit > l.hwm.Load() {
+	if limit > l.flushed.Load() {
 		l.mu.Lock()
 		segs := *l.segs.Load()
 		active := segs[len(segs)-1]
@@ -186,8 +186,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.written = offset - s.start
 	l.segs.Store(&keep)
 	l.leo.Store(offset)
-	if l.hwm.Load() > offset {
-		l.hwm.Store(offset)
+	if l.flushed.Load() > offset {
+		l.flushed.Store(offset)
 	}
 	if len(keep) < len(segs) {
 		if err := syncDir(l.dir); err != nil {

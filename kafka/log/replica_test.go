@@ -31,7 +31,7 @@ func TestReadUpToReadsPastTheFlushedEnd(t *testing.T) {
 	if _, err := l.Append(set); err != nil {
 		t.Fatal(err)
 	}
-	if got := l.HighWaterMark(); got != 0 {
+	if got := l.FlushedEnd(); got != 0 {
 		t.Fatalf("flushed end %d before any flush", got)
 	}
 	c, err := l.ReadUpTo(0, 1<<20, l.LogEndOffset())
@@ -89,8 +89,8 @@ func TestTruncateToAcrossSegments(t *testing.T) {
 	if err := l.TruncateTo(offs[2]); err != nil { // the start of the second segment
 		t.Fatal(err)
 	}
-	if l.LogEndOffset() != offs[2] || l.HighWaterMark() != offs[2] || len(l.Segments()) != 1 {
-		t.Fatalf("after truncating to %d: log end %d, flushed end %d, %d segments", offs[2], l.LogEndOffset(), l.HighWaterMark(), len(l.Segments()))
+	if l.LogEndOffset() != offs[2] || l.FlushedEnd() != offs[2] || len(l.Segments()) != 1 {
+		t.Fatalf("after truncating to %d: log end %d, flushed end %d, %d segments", offs[2], l.LogEndOffset(), l.FlushedEnd(), len(l.Segments()))
 	}
 	if o, err := l.Append(msg); err != nil || o != offs[2] {
 		t.Fatalf("append after truncation at %d, %v; want %d", o, err, offs[2])

@@ -15,7 +15,7 @@ import (
 // are at segment granularity: there is no per-message index (§3.1).
 func (l *Log) Offsets(t int64, max int) []int64 {
 	// Load the high-water mark before the list (see Read).
-	return l.offsetsUpTo(t, max, l.hwm.Load())
+	return l.offsetsUpTo(t, max, l.flushed.Load())
 }
 
 // offsetsUpTo is Offsets with end in place of the high-water mark.
@@ -112,7 +112,7 @@ func (l *Log) DeleteOldSegments(now time.Time) (deleted int, err error) {
 		return 0, fmt.Errorf("%w: delete old segments of %s", ErrClosed, l.dir)
 	}
 	segs := *l.segs.Load()
-	hwm := l.hwm.Load()
+	hwm := l.flushed.Load()
 	flushed := 0 // segments wholly below the high-water mark
 	for flushed < len(segs) && segs[flushed].end() <= hwm {
 		flushed++

@@ -95,8 +95,8 @@ func TestRetentionOfEverythingKeepsEndOffset(t *testing.T) {
 	if len(segs) != 1 || segs[0].Start != end || segs[0].Size != 0 {
 		t.Fatalf("segments after deleting all: %+v, want one empty at %d", segs, end)
 	}
-	if l.LogEndOffset() != end || l.HighWaterMark() != end {
-		t.Fatalf("LEO %d HWM %d, want both %d: the end offset never moves backwards", l.LogEndOffset(), l.HighWaterMark(), end)
+	if l.LogEndOffset() != end || l.FlushedEnd() != end {
+		t.Fatalf("LEO %d HWM %d, want both %d: the end offset never moves backwards", l.LogEndOffset(), l.FlushedEnd(), end)
 	}
 	if off := mustAppend(t, l, makeSet(22, 1, 30)); off != end {
 		t.Fatalf("next append at %d, want %d", off, end)

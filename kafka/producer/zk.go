@@ -48,9 +48,6 @@ func NewZKDiscovery(connect string, sessionTimeout time.Duration) (*ZKDiscovery,
 	return &ZKDiscovery{d: d, cache: map[string]zkParts{}}, nil
 }
 
-// Registry is the underlying zk.Discovery (for tools that list brokers or wait for changes).
-func (z *ZKDiscovery) Registry() *zk.Discovery { return z.d }
-
 // Partitions implements Discovery.
 func (z *ZKDiscovery) Partitions(topic string) ([]Partition, error) {
 	src, err := z.d.Partitions(topic)

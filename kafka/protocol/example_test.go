@@ -28,10 +28,11 @@ func ExampleProduceRequest_AppendTo() {
 	b := req.AppendTo(nil)
 	fmt.Print(hex.Dump(b))
 
-	// The broker's side: ReadRequest takes the frame off, DecodeProduce
-	// parses the body.
+	// The other side: ReadRequest takes the frame off, DecodeRequest parses
+	// the body.
 	id, body, _, _ := protocol.ReadRequest(bytes.NewReader(b), nil, 0)
-	got, err := protocol.DecodeProduce(body)
+	r, err := protocol.DecodeRequest(id, body)
+	got := r.(protocol.ProduceRequest)
 	fmt.Printf("%s: topic %q partition %d, %d bytes of messages, err %v\n",
 		protocol.RequestName(id), got.Topic, got.Partition, len(got.Messages), err)
 	// Output:

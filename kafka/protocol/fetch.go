@@ -41,13 +41,7 @@ func (f FetchRequest) appendBody(dst []byte) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(f.MaxSize))
 }
 
-// DecodeFetch parses a FETCH body.
-func DecodeFetch(body []byte) (FetchRequest, error) {
-	var d *Decoder
-	return d.Fetch(body)
-}
-
-// Fetch is DecodeFetch with interned topic names.
+// Fetch parses a FETCH body, interning topic names (a nil d interns nothing).
 func (d *Decoder) Fetch(body []byte) (FetchRequest, error) {
 	r := reader{b: body, kind: "FETCH"}
 	f := readFetch(&r, d)

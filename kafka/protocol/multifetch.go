@@ -35,13 +35,7 @@ func (m MultiFetchRequest) AppendTo(dst []byte) []byte {
 	return dst
 }
 
-// DecodeMultiFetch parses a MULTIFETCH body.
-func DecodeMultiFetch(body []byte) (MultiFetchRequest, error) {
-	var d *Decoder
-	return d.MultiFetch(body)
-}
-
-// MultiFetch is DecodeMultiFetch reusing d's memory: the returned Fetches
+// MultiFetch parses a MULTIFETCH body reusing d's memory: the returned Fetches
 // slice is overwritten by d's next MultiFetch call.
 func (d *Decoder) MultiFetch(body []byte) (MultiFetchRequest, error) {
 	r := reader{b: body, kind: "MULTIFETCH"}

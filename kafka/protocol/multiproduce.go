@@ -30,15 +30,9 @@ func (m MultiProduceRequest) AppendTo(dst []byte) []byte {
 	return dst
 }
 
-// DecodeMultiProduce parses a MULTIPRODUCE body. Every message set is a
-// sub-slice of body.
-func DecodeMultiProduce(body []byte) (MultiProduceRequest, error) {
-	var d *Decoder
-	return d.MultiProduce(body)
-}
-
-// MultiProduce is DecodeMultiProduce reusing d's memory: the returned
-// Produces slice is overwritten by d's next MultiProduce call.
+// MultiProduce parses a MULTIPRODUCE body reusing d's memory: the returned
+// Produces slice is overwritten by d's next MultiProduce call. Every message
+// set is a sub-slice of body.
 func (d *Decoder) MultiProduce(body []byte) (MultiProduceRequest, error) {
 	r := reader{b: body, kind: "MULTIPRODUCE"}
 	produces := d.readProduces(&r)

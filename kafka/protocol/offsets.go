@@ -40,13 +40,7 @@ func (o OffsetsRequest) AppendTo(dst []byte) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(o.MaxNumOffsets))
 }
 
-// DecodeOffsets parses an OFFSETS body.
-func DecodeOffsets(body []byte) (OffsetsRequest, error) {
-	var d *Decoder
-	return d.Offsets(body)
-}
-
-// Offsets is DecodeOffsets with interned topic names.
+// Offsets parses an OFFSETS body, interning topic names (a nil d interns nothing).
 func (d *Decoder) Offsets(body []byte) (OffsetsRequest, error) {
 	r := reader{b: body, kind: "OFFSETS"}
 	var o OffsetsRequest

@@ -88,15 +88,9 @@ func finishProduceSet(dst []byte, at int) {
 	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
 }
 
-// DecodeProduce parses a PRODUCE body. Messages is a sub-slice of body: the
-// message set is not copied (and not validated: the log checks every CRC
-// before it appends).
-func DecodeProduce(body []byte) (ProduceRequest, error) {
-	var d *Decoder
-	return d.Produce(body)
-}
-
-// Produce is DecodeProduce with interned topic names.
+// Produce parses a PRODUCE body, interning topic names (a nil d interns
+// nothing). Messages is a sub-slice of body: the message set is not copied
+// (and not validated: the log checks every CRC before it appends).
 func (d *Decoder) Produce(body []byte) (ProduceRequest, error) {
 	r := reader{b: body, kind: "PRODUCE"}
 	p := readProduce(&r, d)

@@ -18,10 +18,12 @@
 //	int32 size (bytes after this field) | int16 error code | payload
 //
 // with big-endian integers and strings written as an int16 length followed by
-// UTF-8 bytes. ReadRequest does the framing on the broker side and the
-// DecodeXxx functions (or a per-connection Decoder, which also avoids
-// allocating topic names) parse bodies; ReadResponse and the DecodeXxxResponse
-// functions are the client side.
+// UTF-8 bytes. The broker reads a request's header with ReadRequestHeader (or
+// ParseRequestHeader where the bytes are buffered) and its body with
+// ReadBody, and parses the body with a per-connection Decoder, which also
+// avoids allocating topic names. ReadRequest and DecodeRequest do both at once,
+// allocating, for tools and for the fake brokers of tests. ReadResponse and the
+// DecodeXxxResponse functions are the client side.
 //
 // Decoders are strict and total: they never panic, reject negative lengths and
 // counts and any byte left over after the body, and wrap ErrMalformed with what

@@ -33,9 +33,9 @@ func TestProduceRoundTrip(t *testing.T) {
 		{Topic: "a.b_c-d", Partition: 0, Messages: bytes.Repeat([]byte{7}, 1000)},
 	} {
 		body := frame(t, p)
-		got, err := DecodeProduce(body)
+		got, err := noDecoder.Produce(body)
 		if err != nil {
-			t.Fatalf("DecodeProduce(%+v): %v", p, err)
+			t.Fatalf("noDecoder.Produce(%+v): %v", p, err)
 		}
 		if got.Topic != p.Topic || got.Partition != p.Partition || !bytes.Equal(got.Messages, p.Messages) {
 			t.Fatalf("round trip: got %+v, want %+v", got, p)
@@ -76,9 +76,9 @@ func TestFetchRoundTrip(t *testing.T) {
 		{Topic: "test", Partition: 1, Offset: 1 << 40, MaxSize: 300 << 10},
 		{Topic: "x", Partition: -7, Offset: -1, MaxSize: -1}, // semantically bad, syntactically fine
 	} {
-		got, err := DecodeFetch(frame(t, f))
+		got, err := noDecoder.Fetch(frame(t, f))
 		if err != nil || got != f {
-			t.Fatalf("DecodeFetch: got %+v, %v; want %+v", got, err, f)
+			t.Fatalf("Fetch: got %+v, %v; want %+v", got, err, f)
 		}
 	}
 }
@@ -88,9 +88,9 @@ func TestMultiFetchRoundTrip(t *testing.T) {
 		{Fetches: []FetchRequest{{Topic: "a", Partition: 0, Offset: 10, MaxSize: 100}, {Topic: "bb", Partition: 2, Offset: 0, MaxSize: 1}}},
 		{Fetches: []FetchRequest{}},
 	} {
-		got, err := DecodeMultiFetch(frame(t, m))
+		got, err := noDecoder.MultiFetch(frame(t, m))
 		if err != nil || !reflect.DeepEqual(got, m) {
-			t.Fatalf("DecodeMultiFetch: got %+v, %v; want %+v", got, err, m)
+			t.Fatalf("MultiFetch: got %+v, %v; want %+v", got, err, m)
 		}
 	}
 }
@@ -101,9 +101,9 @@ func TestMultiProduceRoundTrip(t *testing.T) {
 		{Topic: "b", Partition: -1, Messages: []byte{}},
 		{Topic: "a", Partition: 1, Messages: []byte("set three")},
 	}}
-	got, err := DecodeMultiProduce(frame(t, m))
+	got, err := noDecoder.MultiProduce(frame(t, m))
 	if err != nil || !reflect.DeepEqual(got, m) {
-		t.Fatalf("DecodeMultiProduce: got %+v, %v; want %+v", got, err, m)
+		t.Fatalf("MultiProduce: got %+v, %v; want %+v", got, err, m)
 	}
 }
 
@@ -112,9 +112,9 @@ func TestOffsetsRoundTrip(t *testing.T) {
 		{Topic: "test", Partition: 0, Time: OffsetsLatest, MaxNumOffsets: 1},
 		{Topic: "test", Partition: 5, Time: 1700000000000, MaxNumOffsets: 100},
 	} {
-		got, err := DecodeOffsets(frame(t, o))
+		got, err := noDecoder.Offsets(frame(t, o))
 		if err != nil || got != o {
-			t.Fatalf("DecodeOffsets: got %+v, %v; want %+v", got, err, o)
+			t.Fatalf("Offsets: got %+v, %v; want %+v", got, err, o)
 		}
 	}
 	offs := []int64{1 << 33, 536870912, 0}
@@ -252,3 +252,6 @@ func TestNoAllocs(t *testing.T) {
 		t.Errorf("ReadRequest: %v allocs", n)
 	}
 }
+
+// noDecoder decodes without a Decoder's memory, as DecodeRequest does.
+var noDecoder *Decoder

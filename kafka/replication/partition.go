@@ -97,7 +97,7 @@ func (p *Partition) Snapshot() Snapshot {
 }
 
 // visibleEnd is where a consumer's read stops: committed and flushed (the package doc's sentence).
-func (p *Partition) visibleEnd() int64 { return min(p.hw.Load(), p.log.HighWaterMark()) }
+func (p *Partition) visibleEnd() int64 { return min(p.hw.Load(), p.log.FlushedEnd()) }
 
 // becomeLeader applies a LEADER_AND_ISR that makes this broker the leader. A new epoch is recorded at the
 // log end offset: the first message this leader writes belongs to it.
@@ -274,10 +274,6 @@ func (p *Partition) Append(set []byte, acks int16) (offset, end int64, code prot
 func (p *Partition) WaitCommitted(end int64, timeout time.Duration) protocol.ErrorCode {
 	return p.WaitCommittedOr(end, timeout, nil)
 }
-
-// CommittedNow reports whether WaitCommitted(end, ...) would answer at once: this broker no longer leads,
-// or the HW has passed end.
-func (p *Partition) CommittedNow(end int64) bool { return !p.isLeader.Load() || p.hw.Load() >= end }
 
 // WaitCommittedOr is WaitCommitted that also gives up, with ErrRequestTimedOut, when abort is closed (the
 // producer's connection went away: nobody is left to answer).

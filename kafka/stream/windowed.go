@@ -127,9 +127,6 @@ func (a *WindowedAggregate) reset() {
 	a.nextExpiry = math.MaxInt64
 }
 
-// StreamTime is the largest event time seen, ms (math.MinInt64 before any message).
-func (a *WindowedAggregate) StreamTime() int64 { return a.streamTime }
-
 // Process implements Processor.
 func (a *WindowedAggregate) Process(c *Context, r *Record) error {
 	var v int64

@@ -145,9 +145,6 @@ func (c *Client) NewSessions() (ch <-chan struct{}, cancel func()) {
 // SessionID is the id of the current session.
 func (c *Client) SessionID() int64 { return c.conn.SessionID() }
 
-// Chroot is the chroot of the connect string, "" when there is none.
-func (c *Client) Chroot() string { return c.chroot }
-
 // Close ends the session: every ephemeral node it created goes away.
 func (c *Client) Close() error {
 	c.mu.Lock()

@@ -22,12 +22,17 @@ func init() {
 	})
 }
 
-func consoleProducer(args []string, std stdio) error {
+func consoleProducer(args []string, std stdio) (err error) {
 	fs := newFlags(commands["console-producer"], std.Err)
 	brokers := fs.String("broker-list", "", "brokers as id:host:port,... (or host:port,...)")
 	zk := fs.String("zookeeper", "", "ZooKeeper connect string (zk.connect), instead of --broker-list")
 	topic := fs.String("topic", "", "topic to produce to")
-	batch := fs.Int("batch-size", 200, "lines per PRODUCE request when input arrives faster than it is sent")
+	batch := fs.Int("batch-size", 200, "lines per PRODUCE request when input arrives faster than it is sent (with --sync=false: batch.size)")
+	syncSend := fs.Bool("sync", true, "send each batch at once, one request at a time, so an error names its lines. 0.7's console producer was "+
+		"asynchronous unless given --sync; --sync=false hands every line to the paper's asynchronous producer (producer.type=async: "+
+		"a queue of --queue-size lines sent in batches of --batch-size or every --queue-time-ms, nothing acknowledged)")
+	queueSize := fs.Int("queue-size", producer.DefaultConfig().QueueSize, "with --sync=false: lines queued at most (queue.size)")
+	queueTime := fs.Int("queue-time-ms", int(producer.DefaultConfig().QueueTime.Milliseconds()), "with --sync=false: the longest a line waits to be sent (queue.time)")
 	partition := fs.Int("partition", -1, "partition (-1: the broker picks)")
 	compress := fs.Bool("compress", false, "send each batch gzip-compressed in one wrapper message (--compression-codec gzip)")
 	codecName := fs.String("compression-codec", "none", "compress each batch into one wrapper: none, gzip or snappy (compression.codec)")
@@ -55,6 +60,12 @@ func consoleProducer(args []string, std stdio) error {
 	}
 	if *acks != 0 && *acks != 1 && *acks != -1 {
 		return usagef("--request-required-acks must be 0, 1 or -1, got %d", *acks)
+	}
+	if !*syncSend && *acks != 0 {
+		return usagef("--sync=false is the asynchronous producer, which sends without acknowledgements: it takes --request-required-acks 0")
+	}
+	if *queueSize < 1 || *queueTime < 1 {
+		return usagef("--queue-size and --queue-time-ms must be positive")
 	}
 	if *timeout < 1 || *retries < 0 || *backoff < 0 {
 		return usagef("--request-timeout-ms must be positive, --message-send-max-retries and --retry-backoff-ms not negative")
@@ -95,6 +106,16 @@ func consoleProducer(args []string, std stdio) error {
 		return err
 	}
 	var sender audit.Sender = p
+	if !*syncSend {
+		cfg.BatchSize, cfg.QueueSize, cfg.QueueTime = *batch, *queueSize, time.Duration(*queueTime)*time.Millisecond
+		ap, aerr := producer.NewAsync(cfg)
+		if aerr != nil {
+			return aerr
+		}
+		async := asyncSender{ap}
+		defer async.close(std, &err)
+		sender = async
+	}
 	if *auditOn {
 		ap, err := audit.NewProducer(p, audit.Config{Topic: *auditTopic, Window: *auditWindow})
 		if err != nil {
@@ -167,6 +188,29 @@ func consoleProducer(args []string, std stdio) error {
 		if err != nil {
 			return fmt.Errorf("reading standard input: %w", err)
 		}
+	}
+}
+
+// asyncSender hands the lines of a batch to the asynchronous producer one by one, each a copy (the batch's
+// memory is reused for the next lines, while the producer's queue keeps what it is given).
+type asyncSender struct{ p *producer.AsyncProducer }
+
+func (a asyncSender) Send(topic string, partition int32, msgs ...[]byte) error {
+	for _, m := range msgs {
+		if err := a.p.Send(topic, partition, bytes.Clone(m)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close sends what is still queued and makes *err say how many lines the producer could not send or queue.
+func (a asyncSender) close(std stdio, err *error) {
+	cerr := a.p.Close()
+	if n, d := a.p.Failed(), a.p.Dropped(); n+d > 0 && *err == nil {
+		*err = fmt.Errorf("the asynchronous producer sent %d lines; %d could not be written and %d did not fit its queue (see the log)", a.p.Sent(), n, d)
+	} else if cerr != nil && *err == nil {
+		*err = cerr
 	}
 }
 

@@ -175,3 +175,33 @@ func TestConsoleProducerBadLinesAndPartitions(t *testing.T) {
 		t.Errorf("--partition 0: exit %d, %q", code, errOut)
 	}
 }
+
+// --sync=false is the paper's asynchronous producer (producer.type=async): the lines reach the broker in
+// batches from its queue, all of them by the time the command exits; it sends without acknowledgements, so
+// it refuses --request-required-acks 1.
+func TestConsoleProducerAsync(t *testing.T) {
+	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.flush.interval": "1"}})
+	in := strings.Repeat("line\n", 500)
+	if code, _, errOut := runCmd(in, "console-producer", "--broker-list", b.HostPort(), "--topic", "async", "--sync=false", "--batch-size", "50"); code != 0 {
+		t.Fatalf("--sync=false: exit %d, %s", code, errOut)
+	}
+	sc := consumer.NewSimpleConsumer(b.HostPort(), 5*time.Second)
+	defer sc.Close()
+	n := 0
+	for deadline := time.Now().Add(5 * time.Second); n < 500 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		set, err := sc.Fetch("async", 0, 0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = 0
+		for it := message.NewIterator(set, 0); it.Next(); {
+			n++
+		}
+	}
+	if n != 500 {
+		t.Errorf("the asynchronous producer delivered %d of 500 lines", n)
+	}
+	if code, _, errOut := runCmd("x\n", "console-producer", "--broker-list", b.HostPort(), "--topic", "async", "--sync=false", "--request-required-acks", "1"); code != 2 {
+		t.Errorf("--sync=false with acks 1: exit %d, %q; want a usage error", code, errOut)
+	}
+}

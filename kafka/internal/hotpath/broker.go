@@ -69,7 +69,7 @@ func (lb *loopback) fill(n int64) (int64, error) {
 	if err := l.Flush(); err != nil {
 		return 0, fmt.Errorf("hotpath: flush %s-0: %w", topic, err)
 	}
-	return l.HighWaterMark(), nil
+	return l.FlushedEnd(), nil
 }
 
 // waitEnd waits until the topic's log ends at offset end.

@@ -89,7 +89,7 @@ func (lb *loopback) waitFlushed(end int64) error {
 	for {
 		got := int64(-1)
 		if l, ok := lb.b.Logs().Get(topic, 0); ok {
-			got = l.HighWaterMark()
+			got = l.FlushedEnd()
 		}
 		if got >= end {
 			return nil

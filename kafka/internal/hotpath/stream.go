@@ -159,7 +159,7 @@ func openStreamConsumeCount(dir string) (Op, error) {
 	if err := l.Flush(); err != nil {
 		return nil, errors.Join(fmt.Errorf("hotpath: flush %s-0: %w", topic, err), lb.close())
 	}
-	o.end = l.HighWaterMark()
+	o.end = l.FlushedEnd()
 	o.span = span // each set's times start again at 0: base moves on after each set
 	if o.task, err = countTask(&o.base, &countingEmitter{}); err != nil {
 		return nil, errors.Join(err, lb.close())
