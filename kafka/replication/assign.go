@@ -83,7 +83,7 @@ func ParseAssignmentFlag(s string) (Assignment, error) {
 // checked before any path is built from it; every broker of the assignment must be alive; a topic of that
 // name, replicated or 0.7's, is ErrTopicExists. The controller then creates the partitions' state nodes and
 // tells the brokers to lead and follow.
-func CreateTopic(c *zk.Client, topicName string, a Assignment) error {
+func CreateTopic(c Store, topicName string, a Assignment) error {
 	if err := topic.Validate(topicName); err != nil {
 		return err
 	}

@@ -302,11 +302,14 @@ func (c *controller) decide(tp TopicPartition, replicas []int32, live map[int32]
 		return State{}, err
 	}
 	f := Facts{State: s, Exists: exists, Replicas: replicas, Live: map[int32]int64{}, Preferred: preferred,
-		Unclean: m.cfg.UncleanLeaderElection}
+		Unclean: m.cfg.UncleanLeaderElection, ControllerEpoch: c.epoch}
 	for id, b := range live {
 		f.Live[id] = b.Epoch
 	}
 	d := Decide(f)
+	if d.Deposed {
+		return s, fmt.Errorf("%w: %s was written by controller epoch %d, this controller's is %d", zk.ErrFenced, tp, s.ControllerEpoch, c.epoch)
+	}
 	if len(d.Ask) > 0 {
 		f.LogEnds = c.askLogEnds(tp, d.Ask, s.LeaderEpoch, live)
 		if d = Decide(f); len(d.Ask) > 0 {

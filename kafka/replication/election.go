@@ -23,6 +23,8 @@ type Facts struct {
 	Unclean bool
 	// LogEnds are the answers of the brokers a previous Decide asked about (Decision.Ask).
 	LogEnds map[int32]LogEnd
+	// ControllerEpoch is the deciding controller's epoch.
+	ControllerEpoch int32
 }
 
 // LogEnd is where one replica's log ends: its newest leader epoch and its log end offset.
@@ -46,6 +48,9 @@ type Decision struct {
 	// Ask lists brokers whose LogEnd the decision needs: every ISR member has restarted, and the one
 	// with the longest log must lead. Decide again with their answers in Facts.LogEnds.
 	Ask []int32
+	// Deposed: the state node was written by a controller of a newer epoch; this one must change nothing
+	// and resign.
+	Deposed bool
 }
 
 // Decide is the partition state machine of the package doc's controller section, as a function of what
@@ -61,12 +66,16 @@ type Decision struct {
 //     an ISR of itself. unclean.leader.election.enable elects any live replica at once instead.
 //
 // A state node written before broker epochs were recorded has none: its members count as unchanged, and
-// the next write records them.
+// the next write records them. A state node written by a controller of a newer epoch than the deciding one's
+// is not touched: the decision is Deposed (the writes are fenced as well, controller.writeState).
 func Decide(f Facts) Decision {
 	if !f.Exists {
 		return decideNew(f)
 	}
 	s := f.State
+	if s.ControllerEpoch > f.ControllerEpoch {
+		return Decision{State: s, Deposed: true}
+	}
 	same := func(r int32) bool {
 		e, live := f.Live[r]
 		if !live {

@@ -45,12 +45,13 @@ func TestDecide(t *testing.T) {
 		return out
 	}
 	cases := []struct {
-		name   string
-		f      Facts
-		change bool
-		want   State // when change
-		ask    []int32
-		why    string // a part of Decision.Why
+		name    string
+		f       Facts
+		change  bool
+		want    State // when change
+		ask     []int32
+		why     string // a part of Decision.Why
+		deposed bool
 	}{
 		{
 			name:   "a new partition: the first live replica leads, the live replicas are the ISR, with their epochs",
@@ -167,6 +168,12 @@ func TestDecide(t *testing.T) {
 				Live: live(0, 1, 2), Preferred: true},
 		},
 		{
+			name: "a deposed controller: the state node was written by a newer one, nothing is decided",
+			f: Facts{Exists: true, State: State{ControllerEpoch: 2, Leader: 0, LeaderEpoch: 3, ISR: []int32{0, 1, 2}, BrokerEpochs: recorded},
+				Replicas: replicas, Live: live(1, 2)},
+			deposed: true,
+		},
+		{
 			name: "a state node without broker epochs (written before they existed): members count as unchanged, epochs recorded",
 			f: Facts{Exists: true, State: state(0, 3, []int32{0, 1, 2}, nil), Replicas: replicas,
 				Live: pickAgain(0, 1, 2)},
@@ -175,7 +182,11 @@ func TestDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			c.f.ControllerEpoch = 1 // the states above were written by this controller
 			d := Decide(c.f)
+			if d.Deposed != c.deposed {
+				t.Fatalf("deposed = %v, want %v", d.Deposed, c.deposed)
+			}
 			if !reflect.DeepEqual(d.Ask, c.ask) {
 				t.Fatalf("asks %v, want %v", d.Ask, c.ask)
 			}

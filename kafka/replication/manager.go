@@ -58,7 +58,7 @@ func DefaultConfig() Config {
 // broker's ZooKeeper session, so the broker's death ends its controllership too.
 type Manager struct {
 	cfg  Config
-	zk   *zk.Client
+	zk   Store
 	logs *log.Manager
 	lg   *slog.Logger
 
@@ -81,7 +81,7 @@ type fetcherKey struct {
 // New loads this broker's replicas (the partition directories holding a leader-epoch-checkpoint), starts
 // the ISR check and the high-watermark checkpoint, and enters the controller election. Each replica waits
 // for the controller's LEADER_AND_ISR before it leads or follows.
-func New(cfg Config, c *zk.Client, logs *log.Manager) (*Manager, error) {
+func New(cfg Config, c Store, logs *log.Manager) (*Manager, error) {
 	d := DefaultConfig()
 	if cfg.NumReplicaFetchers < 1 {
 		cfg.NumReplicaFetchers = d.NumReplicaFetchers

@@ -62,6 +62,27 @@ type follower struct {
 	caughtUp     time.Time // the last time it had everything the leader had at its previous fetch
 }
 
+// fetchedAt is the leader's record of a follower after it fetched at offset (its log end offset) at now, the
+// leader's log ending at leo and its high watermark at hw, and whether the follower rejoins the ISR (the
+// package doc's rule): a follower at the leader's end is caught up now; one that reached the end the leader
+// had at its previous fetch was caught up then (so a follower of a busy leader can rejoin); a follower out
+// of the ISR comes back once it is caught up and has everything committed (offset >= hw). answering says
+// the leader answers this fetch now, with its log up to leo: the next fetch then shows whether the follower
+// kept up with that.
+func (f follower) fetchedAt(now time.Time, offset, leo, hw int64, inISR, answering bool) (follower, bool) {
+	caughtUp := offset >= leo || f.lastFetchLEO >= 0 && offset >= f.lastFetchLEO
+	if offset >= leo {
+		f.caughtUp = now
+	} else if caughtUp {
+		f.caughtUp = f.lastFetch
+	}
+	f.leo = offset
+	if answering {
+		f.lastFetchLEO, f.lastFetch = leo, now
+	}
+	return f, !inISR && caughtUp && offset >= hw
+}
+
 func newPartition(m *Manager, tp TopicPartition, l *log.Log, ec *epochCache, hw int64) *Partition {
 	p := &Partition{m: m, tp: tp, log: l, epoch: ec, leader: -1, ledEpoch: -1, hwCh: make(chan struct{})}
 	p.hw.Store(min(hw, l.LogEndOffset()))
@@ -406,15 +427,9 @@ func (p *Partition) followerAt(id int32, offset int64, answering bool, epochs []
 		p.mu.Unlock()
 		return leo, p.hw.Load(), epochs, protocol.ErrOffsetOutOfRange, nil
 	}
-	if offset >= leo {
-		f.caughtUp = now
-	} else if f.lastFetchLEO >= 0 && offset >= f.lastFetchLEO {
-		f.caughtUp = f.lastFetch
-	}
-	expand := !slices.Contains(p.isr, id) && (offset >= leo || f.lastFetchLEO >= 0 && offset >= f.lastFetchLEO) && offset >= p.hw.Load()
-	f.leo = offset
+	var expand bool
+	*f, expand = f.fetchedAt(now, offset, leo, p.hw.Load(), slices.Contains(p.isr, id), answering)
 	if answering {
-		f.lastFetchLEO, f.lastFetch = leo, now
 		epochs = p.epoch.covering(epochs, offset, leo)
 	}
 	p.maybeRaiseHWLocked()
@@ -488,34 +503,45 @@ func (p *Partition) OwnEpochEnd(epoch int32) (int32, int64) {
 	return p.epoch.endOffset(epoch, p.log.LogEndOffset())
 }
 
-// laggards returns the ISR members that have not caught up for lag.time.max.ms or are more than
-// lag.max.messages behind (the ISR check of the package doc).
-func (p *Partition) laggards(now time.Time, lagTime time.Duration, lagMessages int) (out []int32) {
+// laggards returns the ISR members that have fallen out of sync (outOfSync), counting messages in this
+// leader's log where the rule needs a count.
+func (p *Partition) laggards(now time.Time, lagTime time.Duration, lagMessages int) []int32 {
 	if !p.isLeader.Load() {
 		return nil
 	}
 	leo := p.log.LogEndOffset()
 	p.mu.Lock()
-	type check struct {
-		id  int32
-		leo int64
-	}
-	var counts []check
+	fs := make([]followerLag, 0, len(p.isr))
 	for _, r := range p.isr {
-		f := p.followers[r]
-		if f == nil {
-			continue
-		}
-		if now.Sub(f.caughtUp) > lagTime {
-			out = append(out, r)
-		} else if lagMessages > 0 && f.leo >= 0 && f.leo < leo {
-			counts = append(counts, check{r, f.leo})
+		if f := p.followers[r]; f != nil {
+			fs = append(fs, followerLag{id: r, caughtUp: f.caughtUp, leo: f.leo})
 		}
 	}
 	p.mu.Unlock()
-	for _, c := range counts {
-		if n := countMessages(p.log, c.leo, leo, lagMessages+1); n > lagMessages {
-			out = append(out, c.id)
+	return outOfSync(now, leo, fs, lagTime, lagMessages, func(from int64) int {
+		return countMessages(p.log, from, leo, lagMessages+1)
+	})
+}
+
+// followerLag is what the ISR check knows of one in-sync follower: when it last caught up and its log end
+// offset (-1 before its first fetch).
+type followerLag struct {
+	id       int32
+	caughtUp time.Time
+	leo      int64
+}
+
+// outOfSync is the ISR check of the package doc, a function of what the leader knows: a follower leaves the
+// ISR when it has not caught up for more than lagTime, or (lagMessages > 0) is more than lagMessages
+// messages behind the leader's log end offset leo. behind(from) counts the messages in [from, leo), up to
+// lagMessages+1; it is asked only of followers that are in time and behind in bytes.
+func outOfSync(now time.Time, leo int64, fs []followerLag, lagTime time.Duration, lagMessages int, behind func(from int64) int) (out []int32) {
+	for _, f := range fs {
+		switch {
+		case now.Sub(f.caughtUp) > lagTime:
+			out = append(out, f.id)
+		case lagMessages > 0 && f.leo >= 0 && f.leo < leo && behind(f.leo) > lagMessages:
+			out = append(out, f.id)
 		}
 	}
 	return out

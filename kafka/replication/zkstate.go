@@ -74,7 +74,7 @@ func ParseState(data []byte, zkVersion int32) (State, error) {
 func ValidateTopicName(name string) error { return topic.Validate(name) }
 
 // ReadAssignment reads a topic's replica assignment; a 0.7 topic or a missing one is ErrNotReplicated.
-func ReadAssignment(c *zk.Client, topicName string) (Assignment, error) {
+func ReadAssignment(c Store, topicName string) (Assignment, error) {
 	if err := topic.Validate(topicName); err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func ReadAssignment(c *zk.Client, topicName string) (Assignment, error) {
 }
 
 // ReadState reads one partition's state node.
-func ReadState(c *zk.Client, topicName string, partition int) (State, error) {
+func ReadState(c Store, topicName string, partition int) (State, error) {
 	data, v, err := c.GetVersion(zk.PartitionStatePath(topicName, partition))
 	if err != nil {
 		return State{}, err
@@ -100,7 +100,7 @@ func ReadState(c *zk.Client, topicName string, partition int) (State, error) {
 // WriteState sets a partition's state if its node is still at s.ZKVersion and returns s with the new
 // version; a lost race is zk.ErrBadVersion (wrapped). A state node that does not exist yet is created
 // (ZKVersion must then be -1).
-func WriteState(c *zk.Client, topicName string, partition int, s State) (State, error) {
+func WriteState(c Store, topicName string, partition int, s State) (State, error) {
 	p := zk.PartitionStatePath(topicName, partition)
 	if s.ZKVersion < 0 {
 		if err := c.CreatePersistent(p, s.Marshal()); err != nil {
@@ -118,7 +118,7 @@ func WriteState(c *zk.Client, topicName string, partition int, s State) (State, 
 }
 
 // ReadControllerEpoch reads /controller_epoch (0 when there is none yet) and its version (-1 then).
-func ReadControllerEpoch(c *zk.Client) (int32, int32, error) {
+func ReadControllerEpoch(c Store) (int32, int32, error) {
 	data, v, err := c.GetVersion(zk.ControllerEpochPath)
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, -1, nil
@@ -146,7 +146,7 @@ func marshalController(id int32, now time.Time) []byte {
 }
 
 // ReadController returns the id of the current controller, -1 if there is none.
-func ReadController(c *zk.Client) (int32, error) {
+func ReadController(c Store) (int32, error) {
 	data, err := c.Get(zk.ControllerPath)
 	if errors.Is(err, zk.ErrNoNode) {
 		return -1, nil
@@ -189,7 +189,7 @@ func ParseElection(data []byte) ([]TopicPartition, error) {
 }
 
 // ReplicatedTopics lists the replicated topics, sorted, with their assignments; 0.7 topics are left out.
-func ReplicatedTopics(c *zk.Client) (map[string]Assignment, []string, error) {
+func ReplicatedTopics(c Store) (map[string]Assignment, []string, error) {
 	names, err := c.Children(zk.BrokerTopicsPath)
 	if errors.Is(err, zk.ErrNoNode) {
 		return map[string]Assignment{}, nil, nil
@@ -214,18 +214,4 @@ func ReplicatedTopics(c *zk.Client) (map[string]Assignment, []string, error) {
 	}
 	sort.Strings(sorted)
 	return out, sorted, nil
-}
-
-// LiveBrokers reads /brokers/ids (zk.LiveBrokers) keyed by the int32 broker
-// ids of the replication requests.
-func LiveBrokers(c *zk.Client) (map[int32]zk.Broker, error) {
-	live, err := zk.LiveBrokers(c, nil)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int32]zk.Broker, len(live))
-	for id, b := range live {
-		out[int32(id)] = b
-	}
-	return out, nil
 }
