@@ -14,8 +14,10 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/schedstat"
 )
 
-// The compression experiment (the paper's §4: LinkedIn's producers compress
-// batches; docs/PROTOCOL.md §2 and §11). One producer sends the same log-like
+// The compression experiment: compressed message sets, which Kafka 0.7 added
+// after the paper (its §4 has the Hadoop job compress what it loads, "A
+// MapReduce job loads the raw data and then groups and compresses it";
+// docs/PROTOCOL.md §2 and §11). One producer sends the same log-like
 // corpus three times, with no codec, gzip and snappy, in batches of
 // CompressionBatch messages (0.7's batch.size: one wrapper per batch), to a
 // broker of its own; one consumer then reads each topic back, checking every

@@ -17,7 +17,7 @@
 // Around the consumer test the harness also reads the server's process I/O
 // counters (compare.ProcessIO, from /proc/<pid>/io) when its server runs as
 // a local process, to check §5's "there were no disk write activities on
-// the Kafka broker" while ActiveMQ "had a thread busy writing KahaDB pages".
+// the Kafka broker" while "one of the ActiveMQ threads was busy writing KahaDB pages to disks".
 //
 // Outputs (see Write): producer.csv, consumer.csv, series.csv, summary.json,
 // fig4_producer.png, fig5_consumer.png, fig_storage.png and REPORT.md, which
@@ -25,7 +25,8 @@
 //
 // The §5 tests write the paper's magic-0 format (9 bytes of overhead). A run
 // that measures Kafka also runs the compression experiment of compression.go
-// (§4: none, gzip and snappy over a log-like corpus, magic 1 as 0.7
+// (Kafka 0.7's compressed sets, which the paper does not have: none, gzip and
+// snappy over a log-like corpus, magic 1 as 0.7
 // compresses), with fig_compression.png and a table in REPORT.md, and figure
 // 6's replication experiment of replication.go (§6: one producer against a
 // three-broker cluster, one replica and three with acks 0, 1 and -1;

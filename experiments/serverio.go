@@ -83,7 +83,7 @@ func (s *ServerIO) cells() [2]string {
 }
 
 // paperDiskSentence is §5's observation that the server-I/O table checks.
-const paperDiskSentence = `"ActiveMQ had a thread busy writing KahaDB pages to disk during this test. In contrast, there were no disk write activities on the Kafka broker."`
+const paperDiskSentence = `"We observed that one of the ActiveMQ threads was busy writing KahaDB pages to disks during this test. In contrast, there were no disk write activities on the Kafka broker."`
 
 // writeServerIO writes REPORT.md's table of what each server wrote during
 // the consumer test, one column per system, beside the paper's sentence.

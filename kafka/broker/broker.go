@@ -84,6 +84,9 @@ type Registrar interface {
 	Close() error
 }
 
+// A Registrar that also has RegisterBroker() error (zk.OpenBrokerRegistry's)
+// is told to register the broker itself once the broker listens.
+
 // Options are the broker's collaborators.
 type Options struct {
 	Registrar Registrar    // nil: no ZooKeeper
@@ -192,6 +195,18 @@ func New(cfg Config, opts Options) (*Broker, error) {
 				logs.Close()
 				return nil, fmt.Errorf("broker: register topic %q: %w", t, err)
 			}
+		}
+	}
+	// The broker listens: now it may be found. A registrar that waits to be told (zk.OpenBrokerRegistry)
+	// registers the broker here, so no client finds it before it can connect.
+	if r, ok := b.reg.(interface{ RegisterBroker() error }); ok && cfg.EnableZooKeeper {
+		if err := r.RegisterBroker(); err != nil {
+			ln.Close()
+			if b.repl != nil {
+				b.repl.Close()
+			}
+			logs.Close()
+			return nil, fmt.Errorf("broker: register in ZooKeeper: %w", err)
 		}
 	}
 	if cfg.EnableZooKeeper && b.reg == nil {

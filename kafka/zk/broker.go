@@ -26,11 +26,12 @@ type BrokerRegistry struct {
 
 	epoch atomic.Int64 // the czxid of this broker's current registration (Broker.Epoch)
 
-	mu     sync.Mutex
-	topics map[string]int
-	stop   chan struct{}
-	done   chan struct{}
-	closed bool
+	mu         sync.Mutex
+	registered bool // RegisterBroker has run: a new session registers the broker again
+	topics     map[string]int
+	stop       chan struct{}
+	done       chan struct{}
+	closed     bool
 }
 
 // NewBrokerRegistry connects to ZooKeeper (connect may carry a chroot) and registers broker brokerID at
@@ -42,6 +43,22 @@ func NewBrokerRegistry(connect string, brokerID int, host string, port int, sess
 
 // NewBrokerRegistryOptions is NewBrokerRegistry with every client option (connect timeout, logger).
 func NewBrokerRegistryOptions(connect string, brokerID int, host string, port int, o Options) (*BrokerRegistry, error) {
+	r, err := OpenBrokerRegistry(connect, brokerID, host, port, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.RegisterBroker(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenBrokerRegistry connects to ZooKeeper as NewBrokerRegistryOptions does but registers nothing yet:
+// RegisterBroker creates /brokers/ids/<id>, once the broker can be reached at host:port (a broker that is
+// registered before it listens sends the clients that find it there a refused connection; 0.7's server
+// started its socket server first too). Topics may be registered before.
+func OpenBrokerRegistry(connect string, brokerID int, host string, port int, o Options) (*BrokerRegistry, error) {
 	if brokerID < 0 || port <= 0 || port > 65535 {
 		return nil, fmt.Errorf("zk: register broker %d at %s:%d: bad id or port", brokerID, host, port)
 	}
@@ -56,14 +73,28 @@ func NewBrokerRegistryOptions(connect string, brokerID int, host string, port in
 	r := &BrokerRegistry{c: c, id: brokerID, host: host, port: port, timeout: o.SessionTimeout,
 		log: c.log.With("broker", brokerID), topics: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{})}
-	if err := r.registerBroker(); err != nil {
-		c.Close()
-		return nil, err
-	}
 	sessions, cancel := c.NewSessions()
 	go r.reregister(sessions, cancel)
-	r.log.Info("broker registered", "path", BrokerIDPath(brokerID), "host", host, "port", port)
 	return r, nil
+}
+
+// RegisterBroker creates /brokers/ids/<id> (registerBroker); from then on a new session registers the
+// broker again. Calling it again does nothing.
+func (r *BrokerRegistry) RegisterBroker() error {
+	r.mu.Lock()
+	done := r.registered
+	r.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := r.registerBroker(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.registered = true
+	r.mu.Unlock()
+	r.log.Info("broker registered", "path", BrokerIDPath(r.id), "host", r.host, "port", r.port)
+	return nil
 }
 
 // Client is the registry's ZooKeeper session.
@@ -194,8 +225,13 @@ func (r *BrokerRegistry) reregister(sessions <-chan struct{}, cancel func()) {
 }
 
 func (r *BrokerRegistry) registerAll() error {
-	if err := r.registerBroker(); err != nil {
-		return err
+	r.mu.Lock()
+	registered := r.registered
+	r.mu.Unlock()
+	if registered {
+		if err := r.registerBroker(); err != nil {
+			return err
+		}
 	}
 	r.mu.Lock()
 	topics := make(map[string]int, len(r.topics))

@@ -126,7 +126,7 @@ func (b *Broker) Restart() {
 	case b.o.Registrar != nil:
 		opts.Registrar, err = b.o.Registrar(b.cfg)
 	case b.cfg.EnableZooKeeper:
-		opts.Registrar, err = zk.NewBrokerRegistryOptions(b.cfg.ZKConnect, b.ID, b.cfg.Hostname, b.cfg.Port, zk.Options{
+		opts.Registrar, err = zk.OpenBrokerRegistry(b.cfg.ZKConnect, b.ID, b.cfg.Hostname, b.cfg.Port, zk.Options{
 			SessionTimeout: time.Duration(b.cfg.ZKSessionTimeout) * time.Millisecond,
 			ConnectTimeout: time.Duration(b.cfg.ZKConnectionTimeout) * time.Millisecond,
 			Logger:         opts.Logger,

@@ -16,7 +16,8 @@ func init() {
 		if cfg.Port == 0 {
 			return nil, fmt.Errorf("port=0 (a random port) cannot be registered in ZooKeeper: set a port")
 		}
-		return zk.NewBrokerRegistryOptions(cfg.ZKConnect, cfg.BrokerID, cfg.Hostname, cfg.Port, zk.Options{
+		// Registered by broker.New once it listens (OpenBrokerRegistry).
+		return zk.OpenBrokerRegistry(cfg.ZKConnect, cfg.BrokerID, cfg.Hostname, cfg.Port, zk.Options{
 			SessionTimeout: time.Duration(cfg.ZKSessionTimeout) * time.Millisecond,
 			ConnectTimeout: time.Duration(cfg.ZKConnectionTimeout) * time.Millisecond,
 			Logger:         slog.Default(),
