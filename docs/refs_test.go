@@ -17,6 +17,7 @@ var documents = []string{
 	"docs/PROTOCOL.md",
 	"docs/PERFORMANCE.md",
 	"docs/ROBUSTNESS.md",
+	"docs/STREAMS.md",
 	"paper/CLAIMS.md",
 	"results/README.md",
 	"docker/README.md",

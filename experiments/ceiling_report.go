@@ -27,8 +27,8 @@ type CeilingRow struct {
 	// (the consumer's: the probe, then our consumer reading figure 5's
 	// topic again); MsgPerS, Seconds and OursMsgPerS are then the medians
 	// of the rounds. A test lasting about a second moves by a third from
-	// one turn to the next on this project's VM (docs/PERFORMANCE.md, "The
-	// consumer: fewer wake-ups"), so one reading of each would say little.
+	// one turn to the next on a small shared machine (the turns of any
+	// REPORT.md show it), so one reading of each would say little.
 	Rounds []CeilingRound `json:"rounds,omitempty"`
 }
 

@@ -267,7 +267,7 @@ func runCodec(ctx context.Context, addr string, pid int, codec message.Codec, co
 // compressionSection is REPORT.md's section on the experiment.
 func compressionSection(c *Compression) string {
 	var b strings.Builder
-	b.WriteString("## Compression (paper §4: `fig_compression.png`)\n\n")
+	b.WriteString("## Compression (Kafka 0.7's compressed sets, not in the paper: `fig_compression.png`)\n\n")
 	if c.Error != "" {
 		fmt.Fprintf(&b, "The experiment failed: %s\n\n", c.Error)
 	}

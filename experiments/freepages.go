@@ -15,17 +15,14 @@ import (
 //
 // A guest kernel with free page reporting (virtio-balloon) hands pages it
 // has freed back to its host, which unmaps them; the next write to such a
-// page faults on the host, which maps it again. On this project's VM
-// (docs/PERFORMANCE.md, "Free page reporting") pages were reported as soon
-// as they were free (min_free_ms 0) and at most 1 GiB waited
-// (max_waiting_mib 1024), and writing 800 MB into the page cache took
-// 1.6 s of system time in memory handed back that way against 0.18 s in
-// pages freed a moment before: nine times the cost of the copy. A producer
-// that writes 2 GB after the page cache was dropped ran at full speed for
-// the first GiB and at 0.4× after it, and the figures that write (the
-// producers, the producer probes, figure 6's replicas) moved by up to a
-// factor of two from run to run with the time since memory was last
-// freed. The paper's machines had no such host.
+// page faults on the host, which maps it again, at several times the cost
+// of the copy itself. With the guest's default parameters pages are
+// reported as soon as they are free, so a test that writes into the page
+// cache after memory was freed runs slower than one that writes into pages
+// freed a moment before, and the figures that write (the producers, the
+// producer probes, figure 6's replicas) move with the time since memory
+// was last freed (docs/PERFORMANCE.md, "The machine"). The paper's
+// machines had no such host.
 //
 // HoldFreedMemory asks the guest kernel to keep freed pages for a while
 // before it reports them, for the length of a run, through the two
@@ -172,8 +169,8 @@ const MaxWarm = 8 << 30
 // has mapped already: freed by the deletion, they stay in the guest while
 // the parameters are held (HoldFreedMemory). Without it the first run after
 // a pause, or after another command put the parameters back, writes into
-// memory the host must fault in again (docs/PERFORMANCE.md, "Free page
-// reporting"). It returns the bytes it wrote and how long it took.
+// memory the host must fault in again. It returns the bytes it wrote and
+// how long it took.
 func WarmFreedMemory(dir string, n int64) (int64, time.Duration, error) {
 	start := time.Now()
 	f, err := os.CreateTemp(dir, "kafkarepro-warm-")

@@ -214,7 +214,7 @@ func TestRunWritesEverything(t *testing.T) {
 	for _, want := range []string{"400,000", "22,000", "| kafka | 50 |", "persistence", "loopback",
 		"Servers: **containers** provider — auto: Docker 20.10 answered; images: scripts/build-images.sh, 0.7 s.",
 		"Machine at the start: load average: 1.50, 0.00, 0.00, page cache 100 MB; at the end: load average: 2.50",
-		"Free page reporting to the VM's host (docs/PERFORMANCE.md, \"Free page reporting\"): held: freed pages are reported to the host after 300000 ms, at most 16384 MiB waiting (before the run: 0 ms, 1024 MiB)."} {
+		"Free page reporting to the VM's host (docs/PERFORMANCE.md, \"The machine\"): held: freed pages are reported to the host after 300000 ms, at most 16384 MiB waiting (before the run: 0 ms, 1024 MiB)."} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("REPORT.md lacks %q", want)
 		}

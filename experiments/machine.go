@@ -98,8 +98,8 @@ func command(name string, args ...string) string {
 // MachineLoad is what else the machine was doing at one moment: the 1, 5 and
 // 15-minute load averages (/proc/loadavg) and the size of the page cache
 // (Cached in /proc/meminfo). A wall-clock figure means little without them
-// on a shared machine, and this VM's writes slow down as its page cache
-// grows (docs/PERFORMANCE.md).
+// on a shared machine, and a virtual machine's writes may slow down as its
+// page cache grows (docs/PERFORMANCE.md, "The machine").
 type MachineLoad struct {
 	Avg1        float64 `json:"load1"`
 	Avg5        float64 `json:"load5"`
@@ -132,7 +132,7 @@ func (l MachineLoad) String() string {
 
 // DropPageCache writes back dirty pages and drops the machine's clean page
 // cache (sync, then 1 into /proc/sys/vm/drop_caches; root only), so that a
-// measurement starts from a known page-cache state (docs/PERFORMANCE.md).
+// measurement starts from a known page-cache state.
 func DropPageCache() error {
 	unix.Sync()
 	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0o200); err != nil {
@@ -144,8 +144,8 @@ func DropPageCache() error {
 // Resident is how much of the files under dir is in the page cache, by
 // mincore(2) over a read-only mapping of each: the page-cache state of the
 // bytes a consumer test is about to read, which the machine's page-cache
-// total does not tell (this VM pages out, with DAMON, page cache untouched
-// for about a minute: docs/PERFORMANCE.md).
+// total does not tell (a guest running DAMON's pageout scheme pages out
+// page cache untouched for about a minute).
 func Resident(dir string) (resident, total int64, err error) {
 	page := int64(os.Getpagesize())
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

@@ -52,16 +52,14 @@ const ReplicationBatch = 50
 // waits for its followers, and one follower fetch carries them all. It is an experiment setting. With three
 // brokers on two cores a commit takes one to two follower fetch rounds of about 0.7 ms, so the acks=-1 rate
 // is this window over that latency (Little's law, REPORT.md's bound lines), and only a wider window lets
-// more batches share a round; a larger replica.fetch.min.bytes did not help (docs/PERFORMANCE.md, "Figure
-// 6: fewer, larger follower fetches"). 64 batches of 50 are 3,200 messages and 669 KB in flight: fewer
-// bytes than Kafka's producer defaults allow (5 × 1 MiB), and fewer messages than replica.lag.max.messages
-// (4,000), so an in-sync follower is never that far behind the acknowledged end. It was 16 until
-// 2026-12-01 (docs/PERFORMANCE.md, "Figure 6: the answer from the committing fetch, and a wider window");
-// the broker queues as many acks=-1 answers per connection (kafka/broker/ackedanswers.go). The mode "3
-// replicas, acks=-1, 1 in flight" is the §5 producer's one-at-a-time.
+// more batches share a round. 64 batches of 50 are 3,200 messages and 669 KB in flight: fewer bytes than
+// Kafka's producer defaults allow (5 × 1 MiB), and fewer messages than replica.lag.max.messages (4,000), so
+// an in-sync follower is never that far behind the acknowledged end; the broker queues as many acks=-1
+// answers per connection (kafka/broker/ackedanswers.go). The mode "3 replicas, acks=-1, 1 in flight" is the
+// §5 producer's one-at-a-time.
 const ReplicationInFlight = 64
 
-// Speed targets of the experiment (issue 10), checked in the same run against the 1-replica mode.
+// Speed targets of the experiment, checked in the same run against the 1-replica mode.
 const (
 	TargetAcks0Ratio    = 0.8 // 3 replicas, acks=0
 	TargetAcksAllRatio  = 0.4 // 3 replicas, acks=-1

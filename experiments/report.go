@@ -27,7 +27,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		w("Machine at the start: %s; at the end: %s.\n\n", s.LoadAtStart, s.LoadAtEnd)
 	}
 	if s.FreePages != nil {
-		w("Free page reporting to the VM's host (docs/PERFORMANCE.md, \"Free page reporting\"): %s.\n\n", s.FreePages)
+		w("Free page reporting to the VM's host (docs/PERFORMANCE.md, \"The machine\"): %s.\n\n", s.FreePages)
 	}
 	if s.Command != "" {
 		w("Command: `%s`\n\n", s.Command)

@@ -19,7 +19,7 @@ import (
 // descLimit is the descriptor limit the test gives the broker (prlimit).
 const descLimit = 256
 
-// TestIntegration_Descriptors is issue 9's descriptor test against the
+// TestIntegration_Descriptors is docs/ROBUSTNESS.md's descriptor test against the
 // broker binary, its RLIMIT_NOFILE lowered to 256 with prlimit once it
 // runs. A normal producer (from 127.0.0.2) and consumer (127.0.0.3) work
 // throughout, each operation timed, and must each be answered within a

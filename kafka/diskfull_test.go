@@ -16,13 +16,13 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
-// TestIntegration_DiskFull is issue 9's full disk, against the broker
+// TestIntegration_DiskFull is docs/ROBUSTNESS.md's full disk, against the broker
 // binary with its log.dir on a 40 MiB tmpfs the test mounts: sets below and
 // above 64 KiB (the buffered and the direct write path) are produced until
 // the disk is full and some more after that; then space is freed and the
 // broker is stopped (SIGTERM, or kill -9) and started again, either at once
-// (issue 9's sequence: the refused set's bytes became "messages" after a
-// clean restart) or after producing more. After the restart every message
+// (the sequence in which the refused set's bytes once became "messages"
+// after a clean restart) or after producing more. After the restart every message
 // from the earliest offset has a valid CRC, the offsets and the segment
 // files tile, OFFSETS latest is the end of the last whole message, and the
 // messages read are a prefix of those produced before the disk filled

@@ -8,7 +8,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/internal/faults"
 )
 
-// Failover time (issue 10): after kill -9 of the leader, how long until ZooKeeper names a new leader, until
+// Failover time: after kill -9 of the leader, how long until ZooKeeper names a new leader, until
 // an acks=-1 producer is acknowledged again, and until a consumer reads a message sent after the kill, with
 // zk.sessiontimeout.ms 2000 and 6000. A killed broker's ephemeral registration stays until its session
 // expires, and only then does the controller move its partitions (docs/PROTOCOL.md §10): the session

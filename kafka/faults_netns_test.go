@@ -1,6 +1,6 @@
 package kafka_test
 
-// Replication under network faults (issue 10), in the style of Jepsen, with ZooKeeper, each broker and the
+// Replication under network faults, in the style of Jepsen, with ZooKeeper, each broker and the
 // clients on hosts of their own: network namespaces joined by a bridge that the test makes itself
 // (kafka/internal/faultnet; its package doc draws them). The faults are a leader cut off by iptables
 // inside its namespace, and a follower's link slowed with tc. Each test prints acknowledged / read back /

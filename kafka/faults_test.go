@@ -1,6 +1,6 @@
 package kafka_test
 
-// Replication under faults, in the style of Jepsen (issue 10; the harness and its rules are the package
+// Replication under faults, in the style of Jepsen (the harness and its rules are the package
 // doc of kafka/internal/faults): broker processes on a real ZooKeeper, producers recording what was
 // acknowledged, faults from outside, and everything read back from the beginning at the end. Each test
 // prints acknowledged / read back / lost / duplicated and the failover times. `make test` runs them short;

@@ -34,7 +34,7 @@ const (
 	memNearIdle = 24 << 20
 )
 
-// TestIntegration_RequestMemory is issue 9's memory test against the broker
+// TestIntegration_RequestMemory is the memory test of docs/ROBUSTNESS.md against the broker
 // binary: 200 connections announce a PRODUCE of the maximum size and stall
 // after 1 MiB of it, 50 more each send a whole PRODUCE of the maximum size
 // at once. The broker's peak RSS (VmHWM) stays below

@@ -1,6 +1,6 @@
 package kafka_test
 
-// Bad input to replication (issue 10, "What it must show"; docs/PROTOCOL.md §10): a replica fetch from a
+// Bad input to replication (docs/PROTOCOL.md §10): a replica fetch from a
 // broker outside the replica list, a produce to a broker that does not lead, a LEADER_AND_ISR from a deposed
 // controller, a topic created with more replicas than brokers, and hostile topic names. Each gets a clear
 // error, the broker goes on serving, and nothing is lost or half-created: the tests compare the logs, the

@@ -14,8 +14,8 @@ import (
 // TestIntegration_ReplicationCost is a quick look at the price of replication (paper §6's two models) on
 // three in-process brokers: one sync producer sending batches of 50 messages of 200 bytes to replication
 // factor 1, then to replication factor 3 with acks 0, 1 and -1 (acks 1 and -1 with one produce in flight, as
-// the §5 producer, with five, Kafka's later default of max.in.flight.requests.per.connection, and with 16,
-// figure 6's experiment setting until 2026-12-01; experiments.ReplicationInFlight is 64 now). It prints msg/s and the ratio to
+// the §5 producer, with five, Kafka's later default of max.in.flight.requests.per.connection, and with 16).
+// It prints msg/s and the ratio to
 // replication factor 1 and checks nothing about
 // speed (CPU is shared here); set REPL_COST_MESSAGES to run it (the figure-6 experiment is the real one).
 func TestIntegration_ReplicationCost(t *testing.T) {

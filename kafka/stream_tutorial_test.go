@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestIntegration_StreamTutorial runs the README's section "Stream processing (§6)" as written, as
+// TestIntegration_StreamTutorial runs docs/STREAMS.md, "Stream processing (§6)", as written, as
 // TestIntegration_Tutorial runs the tutorial (runReadmeSection: the section between <!-- stream:start -->
 // and <!-- stream:end -->, one broker's port). Every line of
 // the section's ```text blocks must appear in its output: the generator's exact rates, the pipeline's rates

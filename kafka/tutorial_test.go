@@ -104,22 +104,29 @@ func runReadmeSection(t *testing.T, name string, brokers int, timeout time.Durat
 }
 
 // readmeSection returns the ```sh blocks (to run) and the lines of the ```text blocks (expected output)
-// between the README's markers <!-- name:start --> and <!-- name:end -->.
+// between the markers <!-- name:start --> and <!-- name:end --> of the README or of the document that holds
+// them (docs/STREAMS.md holds the stream section).
 func readmeSection(t *testing.T, root, name string) (sh []string, text []string) {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatalf("read the README: %v", err)
+	var s, doc string
+	start, end := -1, -1
+	for _, doc = range []string{"README.md", "docs/STREAMS.md"} {
+		data, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatalf("read %s: %v", doc, err)
+		}
+		s = string(data)
+		start, end = strings.Index(s, "<!-- "+name+":start -->"), strings.Index(s, "<!-- "+name+":end -->")
+		if start >= 0 {
+			break
+		}
 	}
-	s := string(readme)
-	start := strings.Index(s, "<!-- "+name+":start -->")
-	end := strings.Index(s, "<!-- "+name+":end -->")
 	if start < 0 || end < start {
-		t.Fatalf("README.md has no section between <!-- %s:start --> and <!-- %s:end -->", name, name)
+		t.Fatalf("no document has a section between <!-- %s:start --> and <!-- %s:end -->", name, name)
 	}
 	sh, text = fences(s[start:end])
 	if len(sh) == 0 || len(text) == 0 {
-		t.Fatalf("README.md's %s section has %d ```sh blocks and %d ```text lines", name, len(sh), len(text))
+		t.Fatalf("%s's %s section has %d ```sh blocks and %d ```text lines", doc, name, len(sh), len(text))
 	}
 	return sh, text
 }

@@ -25,8 +25,7 @@
 // probe's reader asks the kernel to wake it only once WriteSize bytes are
 // queued (SO_RCVLOWAT), so it is not woken, nor its sender made to wake
 // it, for every write: a broker must answer a FETCH at once and cannot do
-// without those wake-ups, so the gap to the probe includes their cost
-// (docs/PERFORMANCE.md, "the batch-1 ceiling").
+// without those wake-ups, so the gap to the probe includes their cost.
 //
 // The page cache is part of the result: the file the consumer probe sends
 // is read from it, and the producer probes write into it. Result records

@@ -92,8 +92,8 @@ func ends(s string, h, t int) string {
 }
 
 // callgrindTwice is callgrind, run once more when it fails: valgrind 3.19
-// has been seen to crash on its own under a Go program (a CI run of
-// 2026-12-01, consumer/ranges, passing in the runs before and after). A
+// has been seen to crash on its own under a Go program, a run before and a
+// run after succeeding on the same binary. A
 // second run that succeeds measures the path again; one that fails again
 // is the error.
 func callgrindTwice(ctx context.Context, cfg Config, t *tree, path string, ops int) (count, error) {
@@ -202,10 +202,8 @@ func countAll(ctx context.Context, cfg Config, trees map[string]*tree, paths []P
 // ConfirmCounts is how many counts of each side a path over the limit gets
 // in all before it fails: its first and two more. A path whose goroutines
 // trade a socket message by message (producer/send-batch1) does not count
-// the same twice: a CI run of 2026-12-02 had head 1,839.2 instructions per
-// message against base 1,745.2 (+5.4 %), and three more counts of the same
-// two trees gave +1.4 %, -2.4 % and +2.3 % (base 1,783.9-1,821.5, head
-// 1,778.4-1,849.0). The medians of three counts a side are what the limit
+// the same twice: the scheduler's interleaving moves its count by a few per
+// cent between runs of the same binary. The medians of three counts a side are what the limit
 // judges.
 const ConfirmCounts = 3
 

@@ -1,7 +1,7 @@
 // Package stats holds the one summary of repeated measurements the
 // project's tools share: the median, which a single slow or fast round on
-// a shared machine cannot move (docs/PERFORMANCE.md: rounds of the same
-// measurement here differ by a third).
+// a shared machine cannot move (rounds of the same measurement on the
+// development VM differ by a third: the turns of any REPORT.md's ceiling).
 package stats
 
 import "slices"

@@ -24,14 +24,12 @@ import (
 // runs the answerer's pump there), a produce to a partition of one in-sync replica is committed by its own
 // append, and an answer whose request timeout passes is written by the timer's goroutine. None of them
 // waits for the producer's socket: what it does not take at once is left to the answerer's goroutine,
-// which waits for the socket. Before (until 2026-12-01) the answerer's goroutine waited for every commit
-// and wrote every answer, one goroutine wake-up per commit on the path of each acks=-1 answer
-// (docs/PERFORMANCE.md, figure 6).
+// which waits for the socket. So no goroutine is woken per commit just to write its answer.
 
 // maxQueuedAnswers bounds the acks=-1 answers a connection holds; a client pipelining more waits (its
 // next request is not read) until the oldest is answered. Each holds only its results (the request's
 // bytes were appended and released). 64, as figure 6's producer keeps in flight
-// (experiments.ReplicationInFlight); it was 16 until 2026-12-01.
+// (experiments.ReplicationInFlight).
 const maxQueuedAnswers = 64
 
 // answerer holds a connection's acks=-1 answers until their sets are committed, and writes them in order.

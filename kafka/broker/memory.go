@@ -19,9 +19,9 @@ import (
 // lie in the connection's read buffer (see conn.go), a per-connection
 // constant.
 //
-// 0.7 grew each connection's buffer by doubling as bytes arrived, so 50
-// clients sending 100 MiB each took the broker to 1.4-1.6 times the bytes
-// in flight, and kept it (issue 9). Here at most budget bytes are handed
+// 0.7 grew each connection's buffer by doubling as bytes arrived, so a
+// burst of large requests took the broker to more than the bytes in flight,
+// and it kept that memory (docs/ROBUSTNESS.md §2). Here at most budget bytes are handed
 // out at once, and released buffers are kept for reuse rather than left to
 // the garbage collector, so the broker's heap holds no more than the budget
 // in request buffers, in use or free. A free buffer that nobody has taken

@@ -24,7 +24,7 @@ import (
 // consumer's CRC checks of this one: with one fetch sent ahead from the
 // last whole message (FetchAhead), the broker waits for each request while
 // the consumer is busy, and the consumer for each answer while the broker
-// is (docs/PERFORMANCE.md, "the consumer: byte ranges in flight").
+// is.
 //
 // The price: an answer usually ends inside a message, whose first part is
 // kept and completed by the next range (Ranges below: one message's bytes
@@ -37,12 +37,10 @@ import (
 // compare/ours): as many as 0.7's consumer queues fetched chunks ahead of
 // the application (queuedchunks.max, 10; GroupConfig.QueuedChunksMax),
 // 3 MB of 300 KiB ranges, within the 4 MiB receive buffer
-// (ReceiveBuffer), topped up five at a time (sendRanges). Against 4 ranges
-// topped up one by one, in 8 alternated pairs on this project's 2-core VM
-// it read faster in 7 (median 8.2 M against 7.0 M msg/s; 87 % against
-// 78 % of the consumer probe run before each; docs/PERFORMANCE.md, "The
-// consumer: fewer wake-ups"). PartitionIterator keeps one at a time unless
-// its InFlight says otherwise.
+// (ReceiveBuffer), topped up five at a time (sendRanges): enough that the
+// broker always has a request to serve while the consumer checks an answer.
+// PartitionIterator keeps one at a time unless its InFlight says
+// otherwise.
 const RangesInFlight = 10
 
 // ReaderProcs is the GOMAXPROCS the throughput tools read one partition
@@ -51,10 +49,6 @@ const RangesInFlight = 10
 // scheduler wakes a thread to look for work each time that goroutine
 // blocks on the socket and is readied again, and on this project's 2-core
 // machine that thread takes its time from the broker serving the fetches.
-// Measured at a load of 0.7-1.9 (docs/PERFORMANCE.md, "plain runs checked
-// ahead"): one P read faster in 6 of 6 alternated pairs (+6 % to +36 %);
-// the consumer probe's reader, which streams without requests, gained
-// nothing from it.
 const ReaderProcs = 1
 
 // FetchRange appends to dst the bytes of topic/partition from offset, at
@@ -118,9 +112,7 @@ func (c *SimpleConsumer) askInto(dst []byte, req protocol.FetchRequest) (protoco
 // read (last), once no more than n/2 are left: consecutive ranges of
 // last.MaxSize bytes, framed into one write. Topping up by half the depth
 // at a time rather than one range per answer wakes the broker once per
-// n/2+1 ranges instead of once per range; with RangesInFlight the broker's
-// context switches halved and its CPU fell by a third (docs/PERFORMANCE.md,
-// "The consumer: fewer wake-ups"). A failed write closes the connection,
+// n/2+1 ranges instead of once per range. A failed write closes the connection,
 // which forgets them; the next FetchRange then asks afresh.
 func (c *SimpleConsumer) sendRanges(last protocol.FetchRequest, n int) {
 	if len(c.ranges) > n/2 {

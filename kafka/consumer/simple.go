@@ -31,7 +31,7 @@ const DefaultFetchSize = 300 * 1024
 // (SO_RCVBUF; the kernel caps it at net.core.rmem_max): room for several
 // fetches, so that the answer to a fetch sent ahead (FetchAhead) arrives
 // whole while the last one is checked, instead of stopping the broker's
-// sendfile(2) when a small buffer fills (docs/PERFORMANCE.md, the consumer).
+// sendfile(2) when a small buffer fills.
 const ReceiveBuffer = 4 << 20
 
 // SimpleConsumer is one connection to one broker. It is not safe for
@@ -238,8 +238,8 @@ func (c *SimpleConsumer) MultiFetch(fetches []protocol.FetchRequest) ([]FetchRes
 // the answer fills maxSize (the broker has more), it sends at once the
 // fetch that starts where the answer's whole messages end, so that the
 // broker sends the next answer while the caller checks this one's CRCs,
-// and the FetchAhead that asks for it finds it on its way
-// (docs/PERFORMANCE.md, the consumer). Where the next fetch starts needs
+// and the FetchAhead that asks for it finds it on its way. Where the next
+// fetch starts needs
 // only the messages' lengths, not their CRCs. A request other than that
 // fetch first reads and drops the answer: reading out of order costs one
 // wasted fetch.

@@ -308,7 +308,7 @@ func TestIteratorAllocatesNothingPerMessage(t *testing.T) {
 // bytes that are not a header. That is ErrNotMessageStart, naming the
 // offset and what was read, not ErrMessageTooLarge ("raise the fetch
 // size"), whether the bytes read as a length larger than any response
-// (issue 9: "the first message is 1409376939 bytes"), an unknown magic, or
+// (a reported "the first message is 1409376939 bytes"), an unknown magic, or
 // a length too small.
 func TestFetchAtAnOffsetInsideAMessage(t *testing.T) {
 	// Message 0 (9-byte header, then the payload at offset 9) holds at

@@ -318,7 +318,7 @@ func TestFailedFsyncNeedsRestart(t *testing.T) {
 	checkMessages(t, readAll(t, l, 0, 1000), 0, 0, 3, 10)
 }
 
-// TestCleanRestartDropsBytesPastTheRecordedEnd is issue 1 of a full disk:
+// TestCleanRestartDropsBytesPastTheRecordedEnd is the first failure of a full disk:
 // a failed write whose undo also failed left part of a set (whole, valid
 // messages among it) past the log's end. The marker records the real end,
 // so the clean restart scans the segment and cuts it there, instead of

@@ -453,8 +453,7 @@ func (l *Log) Close() error {
 
 // FsyncStats are the flusher's fsyncs since the log was opened: how many,
 // their total and their longest duration. A slowdown over a long run that
-// comes from the disk or the page cache shows here (docs/PERFORMANCE.md,
-// flat over the run); Close logs them.
+// comes from the disk or the page cache shows here; Close logs them.
 type FsyncStats struct {
 	Count      int64
 	Total, Max time.Duration

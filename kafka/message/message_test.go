@@ -176,7 +176,7 @@ func TestDeepIteratorCompressed(t *testing.T) {
 		t.Fatalf("err %v", d.Err())
 	}
 	// Codec bits 3 name no codec in any Kafka version (snappy, 2, is
-	// supported since issue 13: see compress_test.go).
+	// supported: see compress_test.go).
 	if _, err := Compress(Codec(3), inner); !errors.Is(err, ErrUnsupportedCodec) {
 		t.Fatalf("codec 3: %v", err)
 	}

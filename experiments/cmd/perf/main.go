@@ -13,8 +13,9 @@
 //
 // The consumer runs right after batch 50, as the consumer probe of
 // experiments/ceiling reads a file written moments before: on this VM page
-// cache that nobody touches for about a minute is paged out (DAMON,
-// docs/PERFORMANCE.md), and the batch-1 run takes longer than that. Before
+// cache that nobody touches for about a minute may be paged out (DAMON's
+// pageout scheme, where the guest runs it), and the batch-1 run takes
+// longer than that. Before
 // it, perf prints how much of perf50's log is in the page cache (mincore).
 //
 // and prints, for each, the broker's CPU time during it, the tool's tenth
@@ -434,7 +435,7 @@ func sampleBroker(pid, tool int) func() []brokerSample {
 // seconds, seconds runnable but waiting for a CPU, MB written to storage,
 // and MB per CPU second. A tenth in which the broker's CPU per byte grows
 // did more work of ours per message; one in which only the wait grows was
-// slowed by the machine (docs/PERFORMANCE.md, flat over the run).
+// slowed by the machine.
 //
 // With the read(2) counts it also prints the broker's reads and the bytes
 // per read (a batch-1 producer's request is 230 bytes, and a read that

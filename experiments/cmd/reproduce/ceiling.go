@@ -15,9 +15,9 @@ import (
 
 // consumerRounds is how many turns the consumer probe and our consumer
 // take (ceilingRun): each lasts about a second at the paper's scale, and
-// on this project's 2-core VM one such reading of either moves by a third
-// from one turn to the next (docs/PERFORMANCE.md, "The consumer: fewer
-// wake-ups"), so REPORT.md sets the medians of three side by side.
+// on a small shared machine one such reading of either moves by a third
+// from one turn to the next, so REPORT.md sets the medians of three side
+// by side.
 const consumerRounds = 3
 
 // ceilingRun is the machine's ceiling measured during one reproduce run.

@@ -100,7 +100,7 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	if c := sum.Compression; c == nil || len(c.Codecs) != 3 || c.Codecs[1].BytesPerMessage >= c.Codecs[0].BytesPerMessage {
 		t.Errorf("compression experiment: %+v", c)
 	}
-	// The machine's ceiling beside our tests, and figure 7 (issue 11).
+	// The machine's ceiling beside our tests, and figure 7.
 	if len(sum.Ceiling) != 3 {
 		t.Errorf("ceiling: %+v, want three probes", sum.Ceiling)
 	}

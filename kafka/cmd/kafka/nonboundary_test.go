@@ -10,7 +10,7 @@ import (
 // TestToolsNameAnOffsetInsideAMessage: started at a byte offset that falls
 // inside a message, simple-consumer-shell and consumer-perf fail saying
 // that the offset does not start a message, with what they read there,
-// instead of "message larger than the fetch size" (issue 9, item 5).
+// instead of "message larger than the fetch size".
 func TestToolsNameAnOffsetInsideAMessage(t *testing.T) {
 	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.default.flush.interval.ms": "10"}})
 	addr := b.HostPort()

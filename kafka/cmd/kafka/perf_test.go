@@ -95,8 +95,8 @@ func resultFields(t *testing.T, out string) map[string]string {
 // producer-perf (batch 50 and batch 1) then consumer-perf against an
 // in-process broker: every message is held by the broker, read back with its
 // CRC checked, and both report ten tenths. The flush timer is shortened from
-// 3 s so that a tail of fewer than log.flush.interval messages (see
-// docs/PERFORMANCE.md, "The final flush wait") does not slow the test.
+// 3 s so that a tail of fewer than log.flush.interval messages, visible only
+// at the timer's flush, does not slow the test.
 func TestPerfProducerThenConsumer(t *testing.T) {
 	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.default.flush.interval.ms": "20"}})
 	addr := b.HostPort()

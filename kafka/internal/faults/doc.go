@@ -1,4 +1,4 @@
-// Package faults is the harness of replication's fault tests (issue 10, "What it must show"), in the
+// Package faults is the harness of replication's fault tests, in the
 // style of Jepsen: a cluster of real broker processes, clients that record what the cluster acknowledged,
 // faults injected from outside (kill -9, a damaged log, a network cut, a slowed link), and a checker that
 // reads everything back at the end and says what was lost. The tests themselves are in kafka/faults_test.go
