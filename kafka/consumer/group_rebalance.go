@@ -117,10 +117,61 @@ func (g *GroupConsumer) readBrokers(v *registryView) error {
 	return nil
 }
 
-// claim is one partition this consumer takes in an attempt.
+// claim is one partition this consumer takes in an attempt, with the stream that will read it.
 type claim struct {
-	topic, part string
-	stream      *Stream
+	plannedClaim
+	stream *Stream
+}
+
+// plannedClaim is one partition a rebalance gives one of this consumer's streams: its registry name, and the
+// broker (-1: the leader of a replicated partition, looked up by the fetchers) and partition number it
+// stands for.
+type plannedClaim struct {
+	topic, part, stream string
+	brokerID            int
+	partition           int32
+	replicated          bool
+}
+
+// planRebalance is what a consumer decides in a rebalance (Algorithm 1, docs/PROTOCOL.md §6 step 3), a
+// function of the registry as read (v) and of its subscription: for each subscribed topic, the range
+// assignment of P_T over C_T that every member of the group computes alike (AssignRange), and of it the
+// partitions of this consumer's streams (mine), in claim order, each with the broker and partition its name
+// stands for. A topic whose C_T lacks this consumer's streams (its registration is missing: a new session
+// before it registered again) gives it nothing. A partition name that does not parse is an error.
+func planRebalance(v *registryView, topics map[string]int, mine func(topic, stream string) bool) ([]plannedClaim, error) {
+	names := make([]string, 0, len(topics))
+	for topic := range topics {
+		names = append(names, topic)
+	}
+	sort.Strings(names)
+	var out []plannedClaim
+	for _, topic := range names {
+		if len(v.streams[topic]) == 0 {
+			continue
+		}
+		for _, a := range AssignRange(v.partitions[topic], v.streams[topic]) {
+			if !mine(topic, a.Stream) {
+				continue // another consumer's stream
+			}
+			for _, part := range a.Partitions {
+				pc := plannedClaim{topic: topic, part: part, stream: a.Stream, replicated: v.replicated[topic], brokerID: -1}
+				var p int
+				var err error
+				if pc.replicated {
+					p, err = strconv.Atoi(part)
+				} else {
+					pc.brokerID, p, err = zk.ParsePartitionName(part)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("consumer: partition %q of topic %q: %w", part, topic, err)
+				}
+				pc.partition = int32(p)
+				out = append(out, pc)
+			}
+		}
+	}
+	return out, nil
 }
 
 // rebalanceOnce is one attempt of Algorithm 1 (docs/PROTOCOL.md §6). conflict is true (and err says which partition) when a
@@ -154,21 +205,13 @@ func (g *GroupConsumer) rebalanceOnce(reason string) (conflict bool, err error) 
 	}
 
 	// Step 3: the range assignment; every member computes the same one.
-	var claims []claim
-	for topic := range g.topics {
-		if len(view.streams[topic]) == 0 {
-			// Our own registration is missing (a new session before re-registration): nothing is ours yet.
-			continue
-		}
-		for _, a := range AssignRange(view.partitions[topic], view.streams[topic]) {
-			s := g.byID[[2]string{topic, a.Stream}]
-			if s == nil {
-				continue // another consumer's stream
-			}
-			for _, part := range a.Partitions {
-				claims = append(claims, claim{topic: topic, part: part, stream: s})
-			}
-		}
+	plan, err := planRebalance(view, g.topics, func(topic, stream string) bool { return g.byID[[2]string{topic, stream}] != nil })
+	if err != nil {
+		return false, err
+	}
+	claims := make([]claim, len(plan))
+	for i, pc := range plan {
+		claims[i] = claim{plannedClaim: pc, stream: g.byID[[2]string{pc.topic, pc.stream}]}
 	}
 
 	// Step 4: claim each partition with an ephemeral owner node holding the stream id.
@@ -197,19 +240,8 @@ func (g *GroupConsumer) rebalanceOnce(reason string) (conflict bool, err error) 
 			g.releaseClaims(taken)
 			return false, err
 		}
-		var b, p int
-		if view.replicated[c.topic] {
-			b, err = -1, nil // its leader is looked up below
-			p, err = strconv.Atoi(c.part)
-		} else {
-			b, p, err = zk.ParsePartitionName(c.part)
-		}
-		if err != nil {
-			g.releaseClaims(taken)
-			return false, err
-		}
-		op := &ownedPartition{topic: c.topic, name: c.part, brokerID: b, partition: int32(p), stream: c.stream,
-			fetchOffset: off, committed: off, replicated: view.replicated[c.topic]}
+		op := &ownedPartition{topic: c.topic, name: c.part, brokerID: c.brokerID, partition: c.partition, stream: c.stream,
+			fetchOffset: off, committed: off, replicated: c.replicated}
 		op.consumed.Store(off)
 		owned = append(owned, op)
 	}
