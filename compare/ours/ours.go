@@ -27,6 +27,7 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/internal/tuning"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
@@ -91,7 +92,7 @@ func (s *System) Settings() map[string]string {
 		"producer_ack":    "none: the producer does not wait for the broker (paper §5); the test ends when OFFSETS latest reaches the expected end",
 		"producer_batch":  "1 and 50 messages per PRODUCE request, no compression, magic 0 (9 bytes of header, the paper's format; message.magic=0, since the producer's default is 0.7's magic 1, 10 bytes)",
 		"consumer_ack":    "none: the consumer keeps its own offset (paper §3.1)",
-		"prefetch":        "FETCH of fetch.size=" + strconv.Itoa(FetchSize) + " bytes per request (0.7 default; the paper's ~200 KB), " + strconv.Itoa(consumer.RangesInFlight) + " consecutive byte ranges in flight; every CRC checked",
+		"prefetch":        "FETCH of fetch.size=" + strconv.Itoa(FetchSize) + " bytes per request (0.7 default; the paper's ~200 KB), " + strconv.Itoa(tuning.RangesInFlight) + " consecutive byte ranges in flight; every CRC checked",
 		"socket_buffers":  "broker send " + get("socket.send.buffer", "102400") + ", receive " + get("socket.receive.buffer", "102400") + " bytes; clients kernel default",
 	}
 }
@@ -199,14 +200,14 @@ func (s *System) Consume(ctx context.Context, spec compare.ConsumeSpec) (compare
 	var got int64
 	var bytes int64
 	idle := 0
-	// Consecutive byte ranges, consumer.RangesInFlight of them in flight
+	// Consecutive byte ranges, tuning.RangesInFlight of them in flight
 	// (kafka/consumer/ranges.go): Ranges hands out what it fetched and
 	// keeps what Validate found no whole message in (the part of one that
 	// ends a range) for the next.
-	rs := consumer.NewRanges(spec.Topic, 0, off, FetchSize, consumer.RangesInFlight)
-	// The read is one goroutine, run with consumer.ReaderProcs Ps (the
+	rs := consumer.NewRanges(spec.Topic, 0, off, FetchSize, tuning.RangesInFlight)
+	// The read is one goroutine, run with tuning.ReaderProcs Ps (the
 	// process's other goroutines, the harness's samplers, share them).
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(consumer.ReaderProcs))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(tuning.ReaderProcs))
 	valid := 0
 	for got < int64(spec.Messages) {
 		if ctx.Err() != nil {

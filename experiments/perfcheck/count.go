@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/kafkarepro/kafkarepro/internal/stats"
-	"github.com/kafkarepro/kafkarepro/kafka/sink"
+	"github.com/kafkarepro/kafkarepro/internal/sink"
 )
 
 // count is one callgrind run's result.
@@ -28,7 +28,7 @@ func callgrind(ctx context.Context, t *tree, work, path string, ops int) (count,
 	out := filepath.Join(work, fmt.Sprintf("callgrind.%s.%s.%d", t.side, strings.ReplaceAll(path, "/", "_"), ops))
 	cmd := t.command(ctx, path, ops, "valgrind", "--tool=callgrind", "--callgrind-out-file="+out)
 	// The paths that write to a sink get one running natively beside
-	// valgrind (package kafka/sink).
+	// valgrind (package internal/sink).
 	sk, err := sink.Start(ctx, t.bin)
 	if err != nil {
 		return count{}, fmt.Errorf("perfcheck: %s: %w", t.side, err)

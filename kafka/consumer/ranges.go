@@ -32,25 +32,6 @@ import (
 // a segment's end, every log.file.size bytes) leaves a gap before the
 // ranges already asked for, whose answers are then read and dropped.
 
-// RangesInFlight is how many byte ranges the throughput tools keep in
-// flight (consumer-perf's --fetches-in-flight, figure 5's consumer in
-// compare/ours): as many as 0.7's consumer queues fetched chunks ahead of
-// the application (queuedchunks.max, 10; GroupConfig.QueuedChunksMax),
-// 3 MB of 300 KiB ranges, within the 4 MiB receive buffer
-// (ReceiveBuffer), topped up five at a time (sendRanges): enough that the
-// broker always has a request to serve while the consumer checks an answer.
-// PartitionIterator keeps one at a time unless its InFlight says
-// otherwise.
-const RangesInFlight = 10
-
-// ReaderProcs is the GOMAXPROCS the throughput tools read one partition
-// with (consumer-perf's --procs, figure 5's consumer in compare/ours while
-// it reads). Their reading is one goroutine; with a second P, Go's
-// scheduler wakes a thread to look for work each time that goroutine
-// blocks on the socket and is readied again, and on this project's 2-core
-// machine that thread takes its time from the broker serving the fetches.
-const ReaderProcs = 1
-
 // FetchRange appends to dst the bytes of topic/partition from offset, at
 // most maxSize of them, as Fetch, and returns the extended slice. When the
 // answer fills maxSize it keeps depth-1 more FETCHes in flight, for the

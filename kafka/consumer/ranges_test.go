@@ -62,7 +62,7 @@ func TestRangesKeepDepthInFlight(t *testing.T) {
 	}
 }
 
-// TestRangesTopUpByHalfTheDepth: with 10 in flight (RangesInFlight), the
+// TestRangesTopUpByHalfTheDepth: with 10 in flight (the tools' depth, tuning.RangesInFlight), the
 // nine ranges ahead of the one being read are topped up only once no more
 // than four are left, five requests in one write: after each FetchRange
 // 9, 8, 7, 6, 5, then 9 again, never fewer than five ahead. Topping up
@@ -77,7 +77,7 @@ func TestRangesTopUpByHalfTheDepth(t *testing.T) {
 	var buf []byte
 	for i := range want {
 		var err error
-		if buf, err = c.FetchRange(buf[:0], "t", 0, int64(i)*1000, 1000, RangesInFlight); err != nil {
+		if buf, err = c.FetchRange(buf[:0], "t", 0, int64(i)*1000, 1000, 10); err != nil {
 			t.Fatalf("range %d: %v", i, err)
 		}
 		if len(buf) != 1000 {

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/internal/tuning"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 )
 
@@ -24,8 +25,8 @@ func consumerPerf(args []string, std stdio) error {
 	partition := fs.Int("partition", 0, "partition")
 	n := fs.Int64("messages", 1000000, "number of messages to read")
 	fetchSize := fs.Int("fetch-size", consumer.DefaultFetchSize, "bytes per fetch (the paper: about 200 KB)")
-	procs := fs.Int("procs", consumer.ReaderProcs, "GOMAXPROCS of this tool (its reading is one goroutine; 0: Go's default, one per core)")
-	inFlight := fs.Int("fetches-in-flight", consumer.RangesInFlight, "fetches of consecutive byte ranges kept in flight (1: one at a time, the next sent ahead from the last whole message)")
+	procs := fs.Int("procs", tuning.ReaderProcs, "GOMAXPROCS of this tool (its reading is one goroutine; 0: Go's default, one per core)")
+	inFlight := fs.Int("fetches-in-flight", tuning.RangesInFlight, "fetches of consecutive byte ranges kept in flight (1: one at a time, the next sent ahead from the last whole message)")
 	offset := fs.Int64("offset", -2, "start offset (-2 earliest, -1 latest)")
 	every := fs.Int64("reporting-interval", 0, "print a progress line every N messages (0: every 2 seconds)")
 	idle := fs.Duration("idle-timeout", 10*time.Second, "give up when no message arrives for this long")

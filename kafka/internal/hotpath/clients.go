@@ -7,10 +7,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/internal/sink"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
-	"github.com/kafkarepro/kafkarepro/kafka/sink"
 )
 
 // producerSend is the sync producer's Send of one batch: one PRODUCE

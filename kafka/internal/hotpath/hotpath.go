@@ -49,7 +49,7 @@ package hotpath
 
 import (
 	"fmt"
-	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/internal/tuning"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
@@ -98,7 +98,7 @@ func Paths() []Path {
 		{Name: "producer/send-batch1", Messages: 1, Bytes: wire, Open: openSend(1)},
 		{Name: "producer/send-batch50", Messages: 50, Bytes: 50 * wire, Open: openSend(50)},
 		{Name: "consumer/iterate", Messages: 1, Bytes: wire, Open: openConsumerIterate(1)},
-		{Name: "consumer/ranges", Messages: 1, Bytes: wire, Open: openConsumerIterate(consumer.RangesInFlight)},
+		{Name: "consumer/ranges", Messages: 1, Bytes: wire, Open: openConsumerIterate(tuning.RangesInFlight)},
 		{Name: "e2e/produce-consume", Messages: e2eMessages, Bytes: e2eMessages * wire, Open: openEndToEnd},
 		{Name: "stream/count-tumbling", Messages: iterateMessages, Bytes: int64(iterateMessages * wire), Open: openStreamCount},
 		{Name: "stream/consume-count", Messages: 1, Bytes: wire, Open: openStreamConsumeCount},

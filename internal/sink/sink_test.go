@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kafkarepro/kafkarepro/kafka/sink"
+	"github.com/kafkarepro/kafkarepro/internal/sink"
 )
 
 // TestMain lets this test binary be the sink it starts.
