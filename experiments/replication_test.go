@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 

@@ -18,22 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
-	"github.com/kafkarepro/kafkarepro/kafka/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
-
-// buildKafka builds the kafka command into a temporary directory.
-func buildKafka(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kafka")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kafka")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/kafka: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // serverProcess is `kafka server-start` in its own process.
 type serverProcess struct {
@@ -101,7 +90,7 @@ func (sp *serverProcess) log() string {
 // CRC, the segments tile, and every message flushed before the kill is
 // there with the same bytes.
 func TestCrash_KillDamageRestart(t *testing.T) {
-	bin := buildKafka(t)
+	bin := kafkabin.Build(t)
 	dir := t.TempDir()
 	logDir := filepath.Join(dir, "logs")
 	props := filepath.Join(dir, "server.properties")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
@@ -38,7 +39,7 @@ const descLimit = 256
 // consumer it has, and logs the failure once per interval, not per try.
 func TestIntegration_Descriptors(t *testing.T) {
 	needRoot(t)
-	bin := buildKafka(t)
+	bin := kafkabin.Build(t)
 	t.Run("limits", func(t *testing.T) { descriptorLimits(t, bin) })
 	t.Run("exhaustion", func(t *testing.T) { descriptorExhaustion(t, bin) })
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
@@ -30,7 +31,7 @@ import (
 // produced after the restart are readable too.
 func TestIntegration_DiskFull(t *testing.T) {
 	needRoot(t)
-	bin := buildKafka(t)
+	bin := kafkabin.Build(t)
 	for _, sig := range []os.Signal{syscall.SIGTERM, os.Kill} {
 		for _, more := range []bool{false, true} {
 			name := strings.ReplaceAll(sig.String(), " ", "-") + map[bool]string{false: "/at-once", true: "/after-producing-more"}[more]

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/internal/faultnet"
 	"github.com/kafkarepro/kafkarepro/kafka/internal/faults"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/internal/faults"
-	"github.com/kafkarepro/kafkarepro/kafka/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"

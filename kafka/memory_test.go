@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
@@ -45,7 +46,7 @@ const (
 // that costs without checking it.)
 func TestIntegration_RequestMemory(t *testing.T) {
 	needRoot(t)
-	bin := buildKafka(t)
+	bin := kafkabin.Build(t)
 	t.Run("budget", func(t *testing.T) { memoryRun(t, bin, memBudget) })
 	if os.Getenv("KAFKA_MEMTEST_NO_BUDGET") != "" {
 		t.Run("no-budget", func(t *testing.T) { memoryRun(t, bin, -1) })

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kafkarepro/kafkarepro/internal/kafkabin"
 )
 
 // TestIntegration_Tutorial runs the README's tutorial as written (runReadmeSection: the section between
@@ -60,11 +62,9 @@ func runReadmeSection(t *testing.T, name string, brokers int, timeout time.Durat
 	blocks, text := readmeSection(t, root, name)
 	t.Logf("running %d sh blocks of README.md's %s section", len(blocks), name)
 
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "kafka"), "./kafka/cmd/kafka")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./kafka/cmd/kafka: %v\n%s", err, out)
+	bin := t.TempDir() // on the shell's PATH, as the tutorial's `go build -o bin/kafka` puts it
+	if err := os.Symlink(kafkabin.Build(t), filepath.Join(bin, "kafka")); err != nil {
+		t.Fatal(err)
 	}
 	dir = filepath.Join(t.TempDir(), "tutorial")
 	zkPort, kafkaPort := freePorts(t, 1), freePorts(t, brokers)

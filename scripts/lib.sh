@@ -6,7 +6,7 @@
 #   start: check the port (check_port, port_in_use, refuse_running), install the Debian package if it is
 #          missing (need_package), launch the server in the background, write DIR/<service>.pid, wait
 #          until the server answers its protocol (await_start), and print log=<path> and data=<path>
-#          (started), which package compare/localsvc parses;
+#          (started), which package internal/localsvc parses;
 #   stop:  SIGTERM the server of the pid file if it is still ours, wait, SIGKILL if need be (stop_process);
 #   version: the installed package's upstream version (deb_version).
 # service_main dispatches those three commands. Sourcing sets SCRIPT to the sourcing script's file name,
@@ -14,7 +14,7 @@
 #
 # Servers listen on LISTEN_ADDR (default 127.0.0.1), the probes connect there: the experiments' two-host
 # set-up runs a script inside the server host's network namespace with LISTEN_ADDR set to that host's end
-# of the link (package compare/localsvc, Host). What only the server itself talks to (RabbitMQ's epmd and
+# of the link (package internal/localsvc, Host). What only the server itself talks to (RabbitMQ's epmd and
 # distribution) stays on 127.0.0.1.
 
 SCRIPT=$(basename "${BASH_SOURCE[1]:-$0}")
@@ -163,7 +163,7 @@ await_start() {
 }
 
 # started KEY=VALUE... prints the lines `start` promises (log=<path>, data=<path>, connect=...), one a
-# line; package compare/localsvc and kafka/zk/zktest parse them.
+# line; package internal/localsvc and kafka/zk/zktest parse them.
 started() { printf '%s\n' "$@"; }
 
 # abs_dir DIR prints DIR as an absolute path, or as it is when it does not exist.

@@ -4,7 +4,7 @@
 #
 # A thin wrapper over the Go command experiments/cmd/perf (its package doc
 # says what it runs; `bin/perf -h` lists the flags): it builds bin/kafka,
-# starts a broker in its own process through compare/kafkaproc, the launcher
+# starts a broker in its own process through internal/kafkaproc, the launcher
 # the §5 experiments use, with the same settings (broker.Shipped, named
 # kafka-0.7-shipped and printed before the runs and on every result line),
 # runs producer-perf batch 50 and batch 1 and consumer-perf against it,

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/compare"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/compare/stomp"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 // DefaultPrefetch is the consumer's activemq.prefetchSize when ConsumeSpec.PrefetchMessages is 0.

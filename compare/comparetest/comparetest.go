@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/compare"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 // Server is a started server as the suite sees it.

@@ -21,6 +21,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/compare/activemq"
 	"github.com/kafkarepro/kafkarepro/compare/rabbitmq"
+	"github.com/kafkarepro/kafkarepro/internal/kafkabin"
 )
 
 // compose runs Compose for one project of docker-compose.yml through
@@ -133,10 +134,7 @@ func TestIntegration_Compose(t *testing.T) {
 	c.waitHealthy(5 * time.Minute)
 	t.Logf("compose up, all healthy in %s", time.Since(began).Round(time.Second))
 
-	bin := filepath.Join(t.TempDir(), "kafka")
-	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(repo, "kafka", "cmd", "kafka")).CombinedOutput(); err != nil {
-		t.Fatalf("go build kafka: %v\n%s", err, out)
-	}
+	bin := kafkabin.Build(t)
 	zkAddr := "127.0.0.1:" + ports["ZK_PORT"]
 	conn, _, err := zk.Connect([]string{zkAddr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
 	if err != nil {

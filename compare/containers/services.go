@@ -15,7 +15,7 @@ import (
 
 	"github.com/testcontainers/testcontainers-go/wait"
 
-	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )

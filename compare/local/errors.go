@@ -3,7 +3,7 @@ package local
 import (
 	"errors"
 
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 // Errors of the local provider. ErrNoRepo is localsvc's, so either name

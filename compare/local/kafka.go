@@ -9,11 +9,11 @@ import (
 	"runtime"
 
 	"github.com/kafkarepro/kafkarepro/compare"
-	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
-// Our broker runs as its own process through compare/kafkaproc, with the
+// Our broker runs as its own process through internal/kafkaproc, with the
 // settings of every measurement of the repository (broker.Shipped: 0.7's
 // shipped configuration, flush every 10,000 messages or every second, 512
 // MiB segments, 1 MiB socket buffers, ZooKeeper off). §5: "We configured the

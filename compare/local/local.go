@@ -1,7 +1,7 @@
 // Package local is the "local" compare.Provider: it runs the servers of the
 // §5 experiments as plain processes on this machine. ZooKeeper, ActiveMQ and
 // RabbitMQ come from their Debian packages through scripts/<svc>.sh (start
-// DIR PORT, stop DIR, version), which package compare/localsvc runs for both
+// DIR PORT, stop DIR, version), which package internal/localsvc runs for both
 // this provider and the adapters' tests; our own broker is built once from
 // kafka/cmd/kafka with `go build -o` and started with `kafka server-start`
 // and a generated server.properties. Every server gets a free port on its
@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/compare"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 // Options configures a Provider.

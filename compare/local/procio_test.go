@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kafkarepro/kafkarepro/compare"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 // Both kinds of local server expose their process I/O counters, which the

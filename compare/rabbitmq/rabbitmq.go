@@ -24,7 +24,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/kafkarepro/kafkarepro/compare"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 // DefaultPrefetch is the consumer's basic.qos prefetch count when ConsumeSpec.PrefetchMessages is 0.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 // TestIntegration_ActiveMQ talks to a real ActiveMQ through scripts/activemq.sh: CONNECT, SEND with

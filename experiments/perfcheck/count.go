@@ -12,8 +12,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kafkarepro/kafkarepro/internal/stats"
 	"github.com/kafkarepro/kafkarepro/internal/sink"
+	"github.com/kafkarepro/kafkarepro/internal/stats"
 )
 
 // count is one callgrind run's result.

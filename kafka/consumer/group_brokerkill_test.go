@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
@@ -17,10 +18,7 @@ import (
 // kill it with SIGKILL: its registrations then vanish only when its ZooKeeper session (2 s) expires.
 func startBrokerProcess(t *testing.T, zkc string, id int) (*testBroker, *exec.Cmd) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kafka")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kafkarepro/kafkarepro/kafka/cmd/kafka").CombinedOutput(); err != nil {
-		t.Fatalf("go build kafka: %v\n%s", err, out)
-	}
+	bin := kafkabin.Build(t)
 	port := zktest.FreePort(t)
 	dir := t.TempDir()
 	props := fmt.Sprintf("brokerid=%d\nhostname=127.0.0.1\nport=%d\nlog.dir=%s\nnum.partitions=4\n"+

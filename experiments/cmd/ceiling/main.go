@@ -7,7 +7,7 @@
 //
 // A round runs the three probes (batch 1, batch 50, consumer), then `make
 // perf`'s command (experiments/cmd/perf: a broker process through
-// compare/kafkaproc, producer-perf batch 50, consumer-perf, producer-perf
+// internal/kafkaproc, producer-perf batch 50, consumer-perf, producer-perf
 // batch 1), so that each fraction sets side by side figures measured
 // seconds (batch 50, the consumer) to a minute (batch 1) apart on the same
 // machine. With
@@ -33,9 +33,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/ceiling"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/internal/stats"
 )
 

@@ -3,7 +3,7 @@
 // 0.7's own perf tools. `make perf` and scripts/perf.sh run it.
 //
 // It builds bin/kafka, starts a broker in its own process through
-// compare/kafkaproc (the launcher the experiments use, with the same
+// internal/kafkaproc (the launcher the experiments use, with the same
 // settings: broker.Shipped, printed first) on a free port and a temporary
 // log.dir, then runs
 //  1. producer-perf, batch 50, to topic perf50   (--messages)
@@ -48,9 +48,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/schedstat"
 )
 

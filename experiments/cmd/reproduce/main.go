@@ -36,10 +36,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/link"
+	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
 
@@ -410,7 +410,7 @@ func replot(o options, stdout, stderr io.Writer) int {
 
 // runCompression runs the compression experiment against a broker process
 // of its own, started with the shipped settings by the one launcher
-// (compare/kafkaproc) on the servers' host (the server host over a link),
+// (internal/kafkaproc) on the servers' host (the server host over a link),
 // so its CPU time is the broker's alone.
 func runCompression(ctx context.Context, host localsvc.Host, n int, stderr io.Writer) (*experiments.Compression, error) {
 	tmp, bin, err := buildKafka(ctx, "reproduce-compression.")
@@ -430,7 +430,7 @@ func runCompression(ctx context.Context, host localsvc.Host, n int, stderr io.Wr
 }
 
 // runLatency runs figure 7's experiment, one broker process per flush
-// setting through the one launcher (compare/kafkaproc), on the servers'
+// setting through the one launcher (internal/kafkaproc), on the servers'
 // host (the server host over a link). Its producer runs
 // at --latency-rate, or at half the rate our batch-1 producer reached in
 // this run (the "for instance 50%"), at most 100,000 msg/s.

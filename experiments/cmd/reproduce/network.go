@@ -14,11 +14,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/compare/local"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/link"
+	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 // --network 1gbit (make reproduce NETWORK=1gbit) runs the experiments as

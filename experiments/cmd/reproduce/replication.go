@@ -10,14 +10,14 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
 	"github.com/kafkarepro/kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 // runReplication runs figure 6's experiment (experiments/replication.go): ZooKeeper on the servers' host
 // (this machine, or the server host over a link; scripts/zookeeper.sh, as the tests run it) and, mode by mode, three broker processes started by the one
-// launcher (compare/kafkaproc) with CPU profiles. Errors are added to errs; what was measured is returned.
+// launcher (internal/kafkaproc) with CPU profiles. Errors are added to errs; what was measured is returned.
 func runReplication(ctx context.Context, host localsvc.Host, n, size int, stderr io.Writer, errs *[]string) *experiments.Replication {
 	fmt.Fprintf(stderr, "reproduce: replication experiment (figure 6), %d messages per mode\n", n)
 	r, err := replicationRun(ctx, host, n, size, stderr)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/internal/kafkabin"
 	"github.com/kafkarepro/kafkarepro/kafka/stream"
 )
 
@@ -47,10 +48,7 @@ func TestIntegration_StreamCTRKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs ZooKeeper, two brokers and three stream-ctr processes")
 	}
-	bin := filepath.Join(t.TempDir(), "kafka")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := kafkabin.Build(t)
 	connect := streamCluster(t, "impressions", "clicks")
 	const rounds = 100
 	total := int64(0)

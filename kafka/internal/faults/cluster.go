@@ -14,15 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/compare/kafkaproc"
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
-	"github.com/kafkarepro/kafkarepro/kafka/internal/kafkabin"
+	"github.com/kafkarepro/kafkarepro/internal/kafkabin"
+	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
-// Defaults are the brokers' settings in a fault test, over compare/kafkaproc's (broker.Shipped): ZooKeeper
+// Defaults are the brokers' settings in a fault test, over internal/kafkaproc's (broker.Shipped): ZooKeeper
 // on, a short session so that a dead broker is noticed in seconds, and the ISR's lag time a little above
 // it. Options.Props override them.
 func Defaults() map[string]string {

@@ -7,7 +7,7 @@
 // # The cluster
 //
 // Cluster runs ZooKeeper (kafka/zk/zktest) and N brokers, each `kafka server-start` in a process of its
-// own started by compare/kafkaproc (the project's one broker launcher), so that a kill is a real SIGKILL:
+// own started by internal/kafkaproc (the project's one broker launcher), so that a kill is a real SIGKILL:
 // no deferred function runs, the page cache keeps what was written and nothing was fsynced since the last
 // flush. Broker i has id i. A broker can be killed, paused (SIGSTOP, a stalled process: it still holds
 // its sockets and its ZooKeeper session until the session times out), resumed and restarted on the same

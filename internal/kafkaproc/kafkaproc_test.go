@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/broker"
 )
 
@@ -17,7 +17,7 @@ func TestPropertiesFile(t *testing.T) {
 	props := Properties(9999, "/x/logs")
 	text := Format(props)
 	for _, want := range []string{"port=9999\n", "log.dir=/x/logs\n", "enable.zookeeper=false\n", "log.flush.interval=10000\n",
-		"# written by compare/kafkaproc: kafka-0.7-shipped\n"} {
+		"# written by internal/kafkaproc: kafka-0.7-shipped\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("server.properties lacks %q:\n%s", want, text)
 		}

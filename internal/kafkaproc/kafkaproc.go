@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/compare/localsvc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/broker"
 	"github.com/kafkarepro/kafkarepro/kafka/log"
 )
@@ -97,7 +97,7 @@ func Describe(props map[string]string) string {
 // Format writes props as a server.properties file, keys sorted.
 func Format(props map[string]string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# written by compare/kafkaproc: %s\n", Describe(props))
+	fmt.Fprintf(&b, "# written by internal/kafkaproc: %s\n", Describe(props))
 	for _, k := range slices.Sorted(maps.Keys(props)) {
 		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
 	}
