@@ -83,6 +83,9 @@ func (c *innerCheck) write(p []byte) error {
 				continue
 			}
 			if c.want == HeaderSizeV1 {
+				if a := c.hdr[5]; a&^codecMask != 0 { // as checkHeader refuses in Unpack
+					return fmt.Errorf("%w: inner set: message: attributes %#02x at byte %d set bits other than the codec's two", ErrBadPayload, a, c.start)
+				}
 				if codec := Codec(c.hdr[5] & codecMask); codec != CodecNone {
 					return fmt.Errorf("%w: inner message at byte %d has codec %v", ErrNestedWrapper, c.start, codec)
 				}
