@@ -50,6 +50,10 @@ type Result struct {
 	Elapsed  time.Duration
 }
 
+// Ours is the Name of our system, the one this project builds, in every
+// adapter, table and figure.
+const Ours = "kafka"
+
 // System is one messaging system under test, connected to a running server.
 type System interface {
 	// Name is a short stable id: "kafka", "activemq", "rabbitmq".

@@ -3,6 +3,9 @@ package experiments
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
 )
 
 // CeilingRow is one probe of the machine's ceiling (package
@@ -59,7 +62,7 @@ func AttachCeiling(s *Summary, rows []CeilingRow) {
 		}
 		r.Bounds = t.label
 		for _, a := range s.Averages {
-			if a.System == Ours && a.Test == t.test && a.Batch == t.batch && a.OK {
+			if a.System == compare.Ours && a.Test == t.test && a.Batch == t.batch && a.OK {
 				r.TestMsgPerS = a.MsgPerS
 			}
 		}
@@ -96,7 +99,7 @@ func ceilingNote(s *Summary, ratio string) string {
 	for _, p := range ceilingsOf(ratio) {
 		for _, r := range s.Ceiling {
 			if r.Probe == p {
-				part := fmt.Sprintf("%s ceiling %s msg/s", p, commas(r.MsgPerS))
+				part := fmt.Sprintf("%s ceiling %s msg/s", p, figure.Commas(r.MsgPerS))
 				if r.Fraction > 0 {
 					part += fmt.Sprintf(", ours %.0f%% of it", 100*r.Fraction)
 				}
@@ -122,10 +125,10 @@ func ceilingSection(s *Summary) string {
 	for _, r := range s.Ceiling {
 		ours, frac := "not run", ""
 		if r.OursMsgPerS > 0 {
-			ours, frac = commas(r.OursMsgPerS), fmt.Sprintf("%.0f%%", 100*r.Fraction)
+			ours, frac = figure.Commas(r.OursMsgPerS), fmt.Sprintf("%.0f%%", 100*r.Fraction)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.2f | %s MB | %s | %s | %s |\n", r.Probe, commas(r.MsgPerS), r.Seconds,
-			commas(float64(r.PageCacheMB)), r.Bounds, ours, frac)
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %s MB | %s | %s | %s |\n", r.Probe, figure.Commas(r.MsgPerS), r.Seconds,
+			figure.Commas(float64(r.PageCacheMB)), r.Bounds, ours, frac)
 	}
 	for _, r := range s.Ceiling {
 		if len(r.Rounds) > 0 {
@@ -158,14 +161,14 @@ func roundsNote(r CeilingRow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n**%s, in turns** (the probe, then ours reading the test's topic again as the test did; the table holds the medians):", r.Probe)
 	for i, t := range r.Rounds {
-		fmt.Fprintf(&b, " round %d probe %s, ours %s", i+1, commas(t.ProbeMsgPerS), commas(t.OursMsgPerS))
+		fmt.Fprintf(&b, " round %d probe %s, ours %s", i+1, figure.Commas(t.ProbeMsgPerS), figure.Commas(t.OursMsgPerS))
 		if t.ProbeMsgPerS > 0 {
 			fmt.Fprintf(&b, " (%.0f%%)", 100*t.OursMsgPerS/t.ProbeMsgPerS)
 		}
 		b.WriteString(";")
 	}
 	if r.TestMsgPerS > 0 && r.MsgPerS > 0 {
-		fmt.Fprintf(&b, " the figure's own pass %s msg/s, %.0f%% of the probe's median.\n", commas(r.TestMsgPerS), 100*r.TestMsgPerS/r.MsgPerS)
+		fmt.Fprintf(&b, " the figure's own pass %s msg/s, %.0f%% of the probe's median.\n", figure.Commas(r.TestMsgPerS), 100*r.TestMsgPerS/r.MsgPerS)
 	} else {
 		b.WriteString(" the figure's own pass did not complete.\n")
 	}

@@ -3,6 +3,8 @@ package experiments
 import (
 	"strings"
 	"testing"
+
+	"github.com/kafkarepro/kafkarepro/compare"
 )
 
 // A probe run in turns with our test repeated is set beside the medians
@@ -12,8 +14,8 @@ import (
 // A probe that ran once bounds the test's own rate.
 func TestAttachCeilingRounds(t *testing.T) {
 	s := &Summary{Averages: []Average{
-		{System: Ours, Test: "consumer", MsgPerS: 7_700_000, OK: true},
-		{System: Ours, Test: "producer", Batch: 50, MsgPerS: 3_000_000, OK: true},
+		{System: compare.Ours, Test: "consumer", MsgPerS: 7_700_000, OK: true},
+		{System: compare.Ours, Test: "producer", Batch: 50, MsgPerS: 3_000_000, OK: true},
 	}}
 	AttachCeiling(s, []CeilingRow{
 		{Probe: "consumer", MsgPerS: 11_000_000, OursMsgPerS: 9_000_000, Seconds: 0.9, Rounds: []CeilingRound{
@@ -48,7 +50,7 @@ func TestAttachCeilingRounds(t *testing.T) {
 // spread of the turns: rounds 9.4 M/10.3 M (109 %), 14.9 M/9.2 M (61 %),
 // 9.7 M/11.0 M (113 %), medians 9.7 M and 10.3 M, 106 %.
 func TestCeilingRoundsAboveTheProbe(t *testing.T) {
-	s := &Summary{Averages: []Average{{System: Ours, Test: "consumer", MsgPerS: 8_400_000, OK: true}}}
+	s := &Summary{Averages: []Average{{System: compare.Ours, Test: "consumer", MsgPerS: 8_400_000, OK: true}}}
 	AttachCeiling(s, []CeilingRow{{Probe: "consumer", MsgPerS: 9_700_000, OursMsgPerS: 10_300_000, Seconds: 1, Rounds: []CeilingRound{
 		{9_400_000, 10_300_000}, {14_900_000, 9_200_000}, {9_700_000, 11_000_000}}}})
 	sec := ceilingSection(s)

@@ -23,13 +23,26 @@
 // fig4_producer.png, fig5_consumer.png, fig_storage.png and REPORT.md, which
 // sets every number beside the paper's (package paper).
 //
-// The §5 tests write the paper's magic-0 format (9 bytes of overhead). A run
-// that measures Kafka also runs the compression experiment of compression.go
-// (Kafka 0.7's compressed sets, which the paper does not have: none, gzip and
-// snappy over a log-like corpus, magic 1 as 0.7
-// compresses), with fig_compression.png and a table in REPORT.md, and figure
-// 6's replication experiment of replication.go (§6: one producer against a
-// three-broker cluster, one replica and three with acks 0, 1 and -1;
-// throughput, latency percentiles, and what bounds each mode), with
-// fig6_replication.png and a table in REPORT.md.
+// The §5 tests write the paper's magic-0 format (9 bytes of overhead).
+//
+// The packages under experiments/, by purpose:
+//
+//   - experiments (this package): the §5 reproduction, figures 4 and 5,
+//     the storage bars, REPORT.md and summary.json, which also carries
+//     the further figures' results when a run made them.
+//   - measure: what every experiment records of one test (a throughput
+//     series, the test's result, the server's disk writes); figure: the
+//     drawing every figure shares (palette, captions, ticks).
+//   - the further figures, each an experiment of its own that the paper
+//     does not run: compression (Kafka 0.7's compressed sets: none, gzip
+//     and snappy over a log-like corpus), latency (figure 7, §3.1's flush
+//     trade-off) and replication (figure 6: one producer against a
+//     three-broker cluster, one replica and three with acks 0, 1 and -1).
+//   - tools around the runs: machine (what the machine is and holds, and
+//     its tuning for a run), link (the 1 Gb/s two-host network), ceiling
+//     (the machine's ceiling probes), perfcheck (the instruction-count
+//     regression check).
+//
+// cmd/reproduce runs them as a list: the §5 tests, then the further
+// experiments its flags ask for.
 package experiments

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
 )
 
 // Config is one reproduction run.
@@ -32,7 +33,7 @@ type Config struct {
 	// test, with the target's system still open: reproduce measures the
 	// machine's consumer ceiling there, in turns with our consumer reading
 	// the same topic again (experiments/cmd/reproduce/ceiling.go).
-	AfterConsumer func(ctx context.Context, system string, sys compare.System, topic string, test TestResult)
+	AfterConsumer func(ctx context.Context, system string, sys compare.System, topic string, test measure.Result)
 }
 
 // DefaultConfig is the paper's set-up.
@@ -54,39 +55,6 @@ type Target struct {
 	Open func(ctx context.Context) (compare.System, func() error, error)
 }
 
-// TestResult is one producer or consumer test.
-type TestResult struct {
-	System  string  `json:"system"`
-	Test    string  `json:"test"`  // "producer" or "consumer"
-	Batch   int     `json:"batch"` // producer batch size; 0 for the consumer
-	Seconds float64 `json:"seconds"`
-	MBSent  float64 `json:"mb_sent"` // payload MB (10^6 bytes)
-	Msgs    int64   `json:"msgs"`
-	MsgPerS float64 `json:"msg_per_s"`
-	Series  []Point `json:"-"` // in series.csv
-	Error   string  `json:"error,omitempty"`
-	// SendSeconds is when the last message left the client (producer) or
-	// reached the application (consumer); for our producer, Seconds also
-	// includes the wait until the broker has flushed and exposes every
-	// message, which weighs heavily in a short run.
-	SendSeconds float64 `json:"send_seconds"`
-	SendMsgPerS float64 `json:"send_msg_per_s"`
-	// ServerIO is what the server processes wrote during the test (set
-	// for the consumer test; see ServerIO).
-	ServerIO *ServerIO `json:"server_io,omitempty"`
-}
-
-// OK reports whether the test completed without error.
-func (r TestResult) OK() bool { return r.Error == "" && r.Msgs > 0 }
-
-// Label names the line in the figures: "kafka (batch 50)".
-func (r TestResult) Label() string {
-	if r.Test == "producer" {
-		return fmt.Sprintf("%s (batch %d)", r.System, r.Batch)
-	}
-	return r.System
-}
-
 // Storage is what a producer test left on disk.
 type Storage struct {
 	Batch           int     `json:"batch"`
@@ -101,8 +69,8 @@ type Storage struct {
 type SystemReport struct {
 	Name     string            `json:"name"`
 	Settings map[string]string `json:"settings"`
-	Producer []TestResult      `json:"producer"`
-	Consumer *TestResult       `json:"consumer,omitempty"`
+	Producer []measure.Result  `json:"producer"`
+	Consumer *measure.Result   `json:"consumer,omitempty"`
 	Storage  []Storage         `json:"storage"`
 	Errors   []string          `json:"errors,omitempty"`
 }
@@ -179,7 +147,7 @@ func runTarget(ctx context.Context, cfg Config, t Target) (rep SystemReport) {
 		return rep
 	}
 	// §5: did the server write to disk while the consumer read?
-	probe := startIOProbe(sys)
+	probe := measure.StartIOProbe(sys)
 	c := RunConsumer(ctx, cfg, sys, t.Name, consumeTopic, t.Name+" consumer")
 	c.ServerIO = probe.Finish()
 	rep.Consumer = &c
@@ -220,12 +188,12 @@ func (cfg Config) testContext(ctx context.Context) (context.Context, context.Can
 	return context.WithCancel(ctx)
 }
 
-func runProducer(ctx context.Context, cfg Config, sys compare.System, name, topic string, batch int) TestResult {
+func runProducer(ctx context.Context, cfg Config, sys compare.System, name, topic string, batch int) measure.Result {
 	var sent atomic.Int64
 	spec := compare.ProduceSpec{Topic: topic, Messages: cfg.Messages, MessageSize: cfg.MessageSize, Batch: batch, Sent: &sent}
 	label := fmt.Sprintf("%s producer (batch %d)", name, batch)
-	tr := TestResult{System: name, Test: "producer", Batch: batch}
-	measure(ctx, cfg, label, &sent, &tr, func(ctx context.Context) (compare.Result, error) {
+	tr := measure.Result{System: name, Test: "producer", Batch: batch}
+	runTest(ctx, cfg, label, &sent, &tr, func(ctx context.Context) (compare.Result, error) {
 		return sys.Produce(ctx, spec)
 	})
 	return tr
@@ -234,27 +202,27 @@ func runProducer(ctx context.Context, cfg Config, sys compare.System, name, topi
 // RunConsumer is one consumer test of system name over topic, measured as
 // figure 5's (the sampler, the progress line under label): also how
 // AfterConsumer reads the topic again.
-func RunConsumer(ctx context.Context, cfg Config, sys compare.System, name, topic, label string) TestResult {
+func RunConsumer(ctx context.Context, cfg Config, sys compare.System, name, topic, label string) measure.Result {
 	var recv atomic.Int64
 	spec := compare.ConsumeSpec{Topic: topic, Messages: cfg.Messages, MessageSize: cfg.MessageSize,
 		PrefetchMessages: cfg.PrefetchMessages, PrefetchBytes: cfg.PrefetchBytes, Received: &recv}
-	tr := TestResult{System: name, Test: "consumer"}
-	measure(ctx, cfg, label, &recv, &tr, func(ctx context.Context) (compare.Result, error) {
+	tr := measure.Result{System: name, Test: "consumer"}
+	runTest(ctx, cfg, label, &recv, &tr, func(ctx context.Context) (compare.Result, error) {
 		return sys.Consume(ctx, spec)
 	})
 	return tr
 }
 
-// measure runs one test with a sampler and the progress line, and fills tr.
+// runTest runs one test with a sampler and the progress line, and fills tr.
 // The average is the adapter's own count over its own Elapsed (for a
 // producer that runs until the server holds every message); if the test
 // failed, it is what the counter reached over the time it ran.
-func measure(ctx context.Context, cfg Config, label string, counter *atomic.Int64, tr *TestResult,
+func runTest(ctx context.Context, cfg Config, label string, counter *atomic.Int64, tr *measure.Result,
 	run func(context.Context) (compare.Result, error)) {
 	tctx, cancel := cfg.testContext(ctx)
 	defer cancel()
 	cfg.Progress.Begin(label, int64(cfg.Messages))
-	s := newSampler(counter, cfg.MessageSize, int64(cfg.Messages), cfg.SampleInterval, cfg.Progress.Update)
+	s := measure.NewSampler(counter, cfg.MessageSize, int64(cfg.Messages), cfg.SampleInterval, cfg.Progress.Update)
 	start := time.Now()
 	s.Start()
 	res, err := run(tctx)

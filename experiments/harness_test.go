@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/compare"
-	"github.com/kafkarepro/kafkarepro/paper"
 	"golang.org/x/sys/unix"
+
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
+	"github.com/kafkarepro/kafkarepro/paper"
 )
 
 // fakeSystem counts messages at a fixed pace; failAfter > 0 makes it fail
@@ -83,7 +86,7 @@ func testConfig(n int) Config {
 
 func TestSamplerSeries(t *testing.T) {
 	var c atomic.Int64
-	s := newSampler(&c, 200, 200000, 5*time.Millisecond, nil)
+	s := measure.NewSampler(&c, 200, 200000, 5*time.Millisecond, nil)
 	s.Start()
 	for i := 0; i < 40; i++ {
 		c.Add(5000)
@@ -153,8 +156,8 @@ func TestRunWritesEverything(t *testing.T) {
 	sum := NewSummary(cfg, reports, fig)
 	sum.Run = "test"
 	sum.Services, sum.ServicesWhy = "containers", "auto: Docker 20.10 answered; images: scripts/build-images.sh, 0.7 s"
-	sum.LoadAtStart, sum.LoadAtEnd = &MachineLoad{Avg1: 1.5, PageCacheMB: 100}, &MachineLoad{Avg1: 2.5, PageCacheMB: 200}
-	sum.FreePages = &FreePageReporting{Present: true, Holdable: true, Held: true, MinFreeMs: 300000, MaxWaitingMiB: 16384, Before: "0 ms, 1024 MiB"}
+	sum.LoadAtStart, sum.LoadAtEnd = &machine.Load{Avg1: 1.5, PageCacheMB: 100}, &machine.Load{Avg1: 2.5, PageCacheMB: 200}
+	sum.FreePages = &machine.FreePageReporting{Present: true, Holdable: true, Held: true, MinFreeMs: 300000, MaxWaitingMiB: 16384, Before: "0 ms, 1024 MiB"}
 	dir := t.TempDir()
 	if err := Write(dir, sum, fig); err != nil {
 		t.Fatal(err)
@@ -288,11 +291,11 @@ func TestTestTimeoutRecorded(t *testing.T) {
 
 func TestCheckRatio(t *testing.T) {
 	mk := func(name string, b1, b50, cons float64) SystemReport {
-		r := SystemReport{Name: name, Producer: []TestResult{{System: name, Test: "producer", Batch: 1, Msgs: 1, MsgPerS: b1}}}
+		r := SystemReport{Name: name, Producer: []measure.Result{{System: name, Test: "producer", Batch: 1, Msgs: 1, MsgPerS: b1}}}
 		if b50 > 0 {
-			r.Producer = append(r.Producer, TestResult{System: name, Test: "producer", Batch: 50, Msgs: 1, MsgPerS: b50})
+			r.Producer = append(r.Producer, measure.Result{System: name, Test: "producer", Batch: 50, Msgs: 1, MsgPerS: b50})
 		}
-		r.Consumer = &TestResult{System: name, Test: "consumer", Msgs: 1, MsgPerS: cons}
+		r.Consumer = &measure.Result{System: name, Test: "consumer", Msgs: 1, MsgPerS: cons}
 		return r
 	}
 	reports := []SystemReport{mk("kafka", 50000, 400000, 100000), mk("activemq", 5000, 0, 10000), mk("rabbitmq", 20000, 0, 30000)}
@@ -340,8 +343,8 @@ func checkNonEmpty(t *testing.T, path string) {
 func TestEstimateRun(t *testing.T) {
 	s := &Summary{Messages: 1000, Seconds: 30, Systems: []SystemReport{{
 		Name:     "x",
-		Producer: []TestResult{{Test: "producer", Seconds: 10}},
-		Consumer: &TestResult{Test: "consumer", Seconds: 5},
+		Producer: []measure.Result{{Test: "producer", Seconds: 10}},
+		Consumer: &measure.Result{Test: "consumer", Seconds: 5},
 	}}}
 	// 15 s in tests x 10 + 15 s outside = 165 s.
 	if got := EstimateRun(s, 10_000); got != 165*time.Second {
@@ -353,17 +356,17 @@ func TestReadMachineLoad(t *testing.T) {
 	if _, err := os.Stat("/proc/loadavg"); err != nil {
 		t.Skip("no /proc/loadavg")
 	}
-	l := ReadMachineLoad()
+	l := machine.ReadLoad()
 	if l.PageCacheMB <= 0 || l.Avg1 < 0 {
 		t.Errorf("ReadMachineLoad = %+v, want a page cache size", l)
 	}
-	s := MachineLoad{Avg1: 1.2, Avg5: 0.9, Avg15: 0.75, PageCacheMB: 1696}.String()
+	s := machine.Load{Avg1: 1.2, Avg5: 0.9, Avg15: 0.75, PageCacheMB: 1696}.String()
 	if s != "load average: 1.20, 0.90, 0.75, page cache 1,696 MB" {
 		t.Errorf("String = %q", s)
 	}
 }
 
-// Resident reads the page-cache state of a folder's files by mincore(2):
+// machine.Resident reads the page-cache state of a folder's files by mincore(2):
 // a file just written is resident, and after its pages are dropped with
 // POSIX_FADV_DONTNEED (synced first) it is not.
 func TestResident(t *testing.T) {
@@ -372,7 +375,7 @@ func TestResident(t *testing.T) {
 	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, total, err := Resident(dir)
+	res, total, err := machine.Resident(dir)
 	if err != nil || total != 1<<20 || res != total {
 		t.Fatalf("just written: %d of %d bytes resident, %v; want all of 1 MiB", res, total, err)
 	}
@@ -387,7 +390,7 @@ func TestResident(t *testing.T) {
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
-	res, total, err = Resident(dir)
+	res, total, err = machine.Resident(dir)
 	if err != nil || total != 1<<20 || res > total/4 {
 		t.Fatalf("dropped: %d of %d bytes resident, %v; want (nearly) none", res, total, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
 )
 
 // Load reads a run folder written by Write back into a Summary: summary.json
@@ -45,14 +47,14 @@ func Load(dir string) (*Summary, error) {
 			return nil, fmt.Errorf("experiments: %s/series.csv line %d: bad number in %q", dir, i+1, row)
 		}
 		if t := s.test(row[0], row[1], batch); t != nil {
-			t.Series = append(t.Series, Point{Seconds: sec, MB: mb, MsgPerS: rate})
+			t.Series = append(t.Series, measure.Point{Seconds: sec, MB: mb, MsgPerS: rate})
 		}
 	}
 	return &s, nil
 }
 
 // test finds one test of the summary.
-func (s *Summary) test(system, test string, batch int) *TestResult {
+func (s *Summary) test(system, test string, batch int) *measure.Result {
 	for i := range s.Systems {
 		r := &s.Systems[i]
 		if r.Name != system {

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/compare/ours"
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
 	"github.com/kafkarepro/kafkarepro/experiments/link"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
 )
 
 // Network is the path between the clients and the servers of a run
@@ -53,7 +56,7 @@ func LinkNetwork(l *link.Link, cores int, cfg Config) *Network {
 		Path: fmt.Sprintf("veth pair %s (servers, namespace %s) – %s (clients, namespace %s), tc tbf rate %s burst %d bytes on both ends",
 			l.Server.Addr, l.Server.Netns, l.Client.Addr, l.Client.Netns, l.Spec.TC(), l.BurstBytes),
 		BitsPerSec: l.Spec.BitsPerSec, Framing: l.Framing, StreamBytesPerSec: l.Framing.StreamBytesPerSec(l.Spec.BitsPerSec)}
-	batches := cfg.Batches[Ours]
+	batches := cfg.Batches[compare.Ours]
 	if len(batches) == 0 {
 		batches = []int{1}
 	}
@@ -111,12 +114,12 @@ func (n *Network) Limits(test string) []Limit {
 			what = fmt.Sprintf("batch %d", c.Batch)
 		}
 		out = append(out, Limit{MsgPerS: c.MsgPerS,
-			Label: fmt.Sprintf("%s carries %s msg/s (%s)", n.Setup, commas(c.MsgPerS), what),
-			Note:  fmt.Sprintf("%s: %s msg/s of %.2f stream bytes a message (%s)", what, commas(c.MsgPerS), c.StreamBytes, c.How)})
+			Label: fmt.Sprintf("%s carries %s msg/s (%s)", n.Setup, figure.Commas(c.MsgPerS), what),
+			Note:  fmt.Sprintf("%s: %s msg/s of %.2f stream bytes a message (%s)", what, figure.Commas(c.MsgPerS), c.StreamBytes, c.How)})
 	}
 	if len(out) > 0 {
 		out[0].Note = fmt.Sprintf("Dotted: what the %s carries of our messages, %s bytes of TCP stream per second (%s), %s",
-			n.Setup, commas(n.StreamBytesPerSec), framingText(n), out[0].Note)
+			n.Setup, figure.Commas(n.StreamBytesPerSec), framingText(n), out[0].Note)
 	}
 	return out
 }
@@ -129,7 +132,7 @@ func framingText(n *Network) string {
 		ts = fmt.Sprintf(" + %d TCP timestamps", link.TimestampOption)
 	}
 	return fmt.Sprintf("%s bytes/s × %d / %d: each full segment carries %d stream bytes%s + %d TCP + %d IPv4 + %d Ethernet header = %d bytes on the link, MTU %d",
-		commas(float64(n.BitsPerSec)/8), f.SegmentPayload(), f.FrameBytes(), f.SegmentPayload(), ts,
+		figure.Commas(float64(n.BitsPerSec)/8), f.SegmentPayload(), f.FrameBytes(), f.SegmentPayload(), ts,
 		link.TCPHeader, link.IPv4Header, link.EthernetHeader, f.FrameBytes(), f.MTU)
 }
 
@@ -149,18 +152,18 @@ func writeNetwork(w func(string, ...any), s *Summary) {
 	if n.IsLink() {
 		w("\n## The link\n\n")
 		w("Servers ran on one host and clients on the other: %s. What the link carries of a TCP stream, one way: %s bytes/s (%s).\n\n",
-			n.Path, commas(n.StreamBytesPerSec), framingText(n))
+			n.Path, figure.Commas(n.StreamBytesPerSec), framingText(n))
 		w("| test | stream bytes per message | link ceiling msg/s | this run msg/s | of the ceiling |\n|---|---|---|---|---|\n")
 		for _, r := range s.Systems {
 			for _, t := range r.Tests() {
 				c, ok := n.Ceiling(t.Test, t.Batch)
-				if r.Name != Ours || !ok {
+				if r.Name != compare.Ours || !ok {
 					mb := t.MsgPerS * float64(s.MessageSize)
 					w("| %s | more than %d (its protocol's framing is not counted) | — | %s | its payload alone is %.1f%% of the link |\n",
-						testName(t), s.MessageSize, commas(t.MsgPerS), 100*mb/n.StreamBytesPerSec)
+						testName(t), s.MessageSize, figure.Commas(t.MsgPerS), 100*mb/n.StreamBytesPerSec)
 					continue
 				}
-				w("| %s | %.2f = %s | %s | %s | %.1f%% |\n", testName(t), c.StreamBytes, c.How, commas(c.MsgPerS), commas(t.MsgPerS), 100*t.MsgPerS/c.MsgPerS)
+				w("| %s | %.2f = %s | %s | %s | %.1f%% |\n", testName(t), c.StreamBytes, c.How, figure.Commas(c.MsgPerS), figure.Commas(t.MsgPerS), 100*t.MsgPerS/c.MsgPerS)
 			}
 		}
 		w("\nThe producer's ceiling counts client → server bytes only (the broker sends nothing back to a producer but TCP acknowledgements, which go the other way on their own shaped end); the consumer's counts server → client bytes (its FETCH requests go the other way).\n")
@@ -169,7 +172,7 @@ func writeNetwork(w func(string, ...any), s *Summary) {
 }
 
 // testName is "kafka producer (batch 50)" or "kafka consumer".
-func testName(t TestResult) string {
+func testName(t measure.Result) string {
 	if t.Test == "producer" {
 		return fmt.Sprintf("%s producer (batch %d)", t.System, t.Batch)
 	}
@@ -188,12 +191,12 @@ func boundCell(s *Summary, r RatioResult) string {
 	var parts []string
 	for _, m := range []Measured{r.Of, r.Over} {
 		test := strings.TrimSuffix(m.Test, " (client send)")
-		if c, ok := n.Ceiling(test, m.Batch); ok && m.System == Ours && m.Value > 0 {
+		if c, ok := n.Ceiling(test, m.Batch); ok && m.System == compare.Ours && m.Value > 0 {
 			what := test
 			if test == "producer" {
 				what = fmt.Sprintf("batch-%d", m.Batch)
 			}
-			parts = append(parts, fmt.Sprintf("%s link ceiling %s msg/s, ours %.0f%% of it", what, commas(c.MsgPerS), 100*m.Value/c.MsgPerS))
+			parts = append(parts, fmt.Sprintf("%s link ceiling %s msg/s, ours %.0f%% of it", what, figure.Commas(c.MsgPerS), 100*m.Value/c.MsgPerS))
 		}
 	}
 	cell := strings.Join(parts, "; ")
@@ -229,21 +232,21 @@ func bound(s *Summary, m Measured) string {
 		what = fmt.Sprintf("%s %s batch %d", m.System, m.Test, m.Batch)
 	}
 	var parts []string
-	if m.System == Ours {
+	if m.System == compare.Ours {
 		test, send := strings.CutSuffix(m.Test, " (client send)")
 		if c, ok := n.Ceiling(test, m.Batch); ok && n.IsLink() {
 			f := m.Value / c.MsgPerS
 			switch {
 			case send && f > 1:
-				parts = append(parts, fmt.Sprintf("%.0f%% of the link's %s msg/s, the link (the client's clock stops when its last write returns; socket buffers and tbf's queue still hold the last bytes)", 100*f, commas(c.MsgPerS)))
+				parts = append(parts, fmt.Sprintf("%.0f%% of the link's %s msg/s, the link (the client's clock stops when its last write returns; socket buffers and tbf's queue still hold the last bytes)", 100*f, figure.Commas(c.MsgPerS)))
 			case f >= 0.9:
-				parts = append(parts, fmt.Sprintf("%.0f%% of the link's %s msg/s: the link", 100*f, commas(c.MsgPerS)))
+				parts = append(parts, fmt.Sprintf("%.0f%% of the link's %s msg/s: the link", 100*f, figure.Commas(c.MsgPerS)))
 			default:
-				parts = append(parts, fmt.Sprintf("%.0f%% of the link's %s msg/s: not the link", 100*f, commas(c.MsgPerS)))
+				parts = append(parts, fmt.Sprintf("%.0f%% of the link's %s msg/s: not the link", 100*f, figure.Commas(c.MsgPerS)))
 			}
 		}
 		if p, ok := probeCeiling(s, m); ok {
-			parts = append(parts, fmt.Sprintf("%.0f%% of the loopback ceiling probe's %s msg/s", 100*m.Value/p, commas(p)))
+			parts = append(parts, fmt.Sprintf("%.0f%% of the loopback ceiling probe's %s msg/s", 100*m.Value/p, figure.Commas(p)))
 		}
 		if len(parts) == 0 && !n.IsLink() {
 			parts = append(parts, "no link: its own CPU work per message on the shared cores (no ceiling probe in this run)")
@@ -311,12 +314,12 @@ func writeClaimsByPath(w func(string, ...any), s *Summary) {
 		return
 	}
 	w("\nOver the link, a test of ours that reaches 90%% of its ceiling is bound by the link, as the paper's batch-50 producer was (\"almost saturated the 1Gb link\"). A ratio between two such tests is the ratio of their ceilings whatever the CPU cost of each, and a ratio against a system far below the link measures that system's own cost per message against the link.")
-	if k, ok := find(s.Systems, Ours); ok {
+	if k, ok := find(s.Systems, compare.Ours); ok {
 		c1, ok1 := n.Ceiling("producer", 1)
 		c50, ok50 := n.Ceiling("producer", 50)
 		if r1 := k.ProducerRate(1); ok1 && ok50 && r1 >= 0.9*c1.MsgPerS {
 			w(" Our batch-1 producer reached %.0f%% of its ceiling here, where the paper's (50,000 msg/s) was far below its link: so batch 50 can gain at most %.2f× over batch 1 on this link (%s / %s msg/s), and the paper's \"almost an order of magnitude\" cannot show over it: that claim rests on a batch-1 producer bound by its cost per request, not by the link.",
-				100*r1/c1.MsgPerS, c50.MsgPerS/r1, commas(c50.MsgPerS), commas(r1))
+				100*r1/c1.MsgPerS, c50.MsgPerS/r1, figure.Commas(c50.MsgPerS), figure.Commas(r1))
 		}
 	}
 	w("\n")
@@ -326,7 +329,7 @@ func writeClaimsByPath(w func(string, ...any), s *Summary) {
 // its second side as measured, when its first side is one of our tests:
 // that test's ceiling over the second side's rate.
 func linkMost(n *Network, r RatioResult) float64 {
-	if !n.IsLink() || r.Of.System != Ours || r.Of.Test != "producer" && r.Of.Test != "consumer" {
+	if !n.IsLink() || r.Of.System != compare.Ours || r.Of.Test != "producer" && r.Of.Test != "consumer" {
 		return 0
 	}
 	c, ok := n.Ceiling(r.Of.Test, r.Of.Batch)

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/experiments/link"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
 
@@ -55,20 +57,20 @@ func TestReportStatesNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func(b int, rate float64) TestResult {
+	mk := func(b int, rate float64) measure.Result {
 		test := "producer"
 		if b == 0 {
 			test = "consumer"
 		}
-		return TestResult{System: Ours, Test: test, Batch: b, Msgs: 1000, MBSent: 0.2, Seconds: 1000 / rate, MsgPerS: rate,
-			Series: []Point{{0.25, 0.1, rate}, {0.5, 0.2, rate}}}
+		return measure.Result{System: compare.Ours, Test: test, Batch: b, Msgs: 1000, MBSent: 0.2, Seconds: 1000 / rate, MsgPerS: rate,
+			Series: []measure.Point{{Seconds: 0.25, MB: 0.1, MsgPerS: rate}, {Seconds: 0.5, MB: 0.2, MsgPerS: rate}}}
 	}
-	kafka := SystemReport{Name: Ours, Settings: map[string]string{},
-		Producer: []TestResult{mk(1, 502_424), mk(50, 570_644)}}
+	kafka := SystemReport{Name: compare.Ours, Settings: map[string]string{},
+		Producer: []measure.Result{mk(1, 502_424), mk(50, 570_644)}}
 	cons := mk(0, 571_042)
 	kafka.Consumer = &cons
 	amq := SystemReport{Name: "activemq", Settings: map[string]string{},
-		Producer: []TestResult{{System: "activemq", Test: "producer", Batch: 1, Msgs: 1000, MBSent: 0.2, Seconds: 0.07, MsgPerS: 14_000}}}
+		Producer: []measure.Result{{System: "activemq", Test: "producer", Batch: 1, Msgs: 1000, MBSent: 0.2, Seconds: 0.07, MsgPerS: 14_000}}}
 	cfg := DefaultConfig()
 	cfg.Messages = 1000
 	s := NewSummary(cfg, []SystemReport{kafka, amq}, fig)

@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/kafkarepro/kafkarepro/experiments/compression"
+	"github.com/kafkarepro/kafkarepro/experiments/latency"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
+	"github.com/kafkarepro/kafkarepro/experiments/replication"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
 
@@ -19,7 +23,7 @@ func Write(dir string, s *Summary, fig *paper.Figures) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("experiments: create output dir %s: %w", dir, err)
 	}
-	var prod, cons []TestResult
+	var prod, cons []measure.Result
 	for _, r := range s.Systems {
 		prod = append(prod, r.Producer...)
 		if r.Consumer != nil {
@@ -34,16 +38,16 @@ func Write(dir string, s *Summary, fig *paper.Figures) error {
 		PlotThroughput(filepath.Join(dir, "fig4_producer.png"), "Producer performance (paper figure 4)"+s.network().titleSuffix(), prod, s.network().Limits("producer")...),
 		PlotThroughput(filepath.Join(dir, "fig5_consumer.png"), "Consumer performance (paper figure 5)"+s.network().titleSuffix(), cons, s.network().Limits("consumer")...),
 		PlotStorage(filepath.Join(dir, "fig_storage.png"), s, fig),
-		PlotCompression(filepath.Join(dir, "fig_compression.png"), s.Compression),
-		PlotLatency(filepath.Join(dir, "fig7_latency.png"), s.Latency),
-		PlotReplication(filepath.Join(dir, "fig6_replication.png"), s.Replication),
+		compression.Plot(filepath.Join(dir, "fig_compression.png"), s.Compression),
+		latency.Plot(filepath.Join(dir, "fig7_latency.png"), s.Latency),
+		replication.Plot(filepath.Join(dir, "fig6_replication.png"), s.Replication),
 		WriteReport(filepath.Join(dir, "REPORT.md"), s, fig),
 	)
 }
 
 // CSVHeader is the header of producer.csv and consumer.csv.
 // send_seconds and send_msg_per_s time the client side alone (see
-// TestResult.SendSeconds).
+// measure.Result.SendSeconds).
 var CSVHeader = []string{"system", "batch", "seconds", "mb_sent", "msgs", "msg_per_s", "error", "send_seconds", "send_msg_per_s"}
 
 // ConsumerCSVHeader is the header of consumer.csv: CSVHeader plus the bytes
@@ -52,7 +56,7 @@ var CSVHeader = []string{"system", "batch", "seconds", "mb_sent", "msgs", "msg_p
 // (see ServerIO).
 var ConsumerCSVHeader = append(CSVHeader[:len(CSVHeader):len(CSVHeader)], "server_write_bytes", "server_wchar")
 
-func writeCSV(path string, tests []TestResult, serverIO bool) error {
+func writeCSV(path string, tests []measure.Result, serverIO bool) error {
 	header := CSVHeader
 	if serverIO {
 		header = ConsumerCSVHeader
@@ -64,7 +68,7 @@ func writeCSV(path string, tests []TestResult, serverIO bool) error {
 			strconv.FormatInt(t.Msgs, 10), strconv.FormatFloat(t.MsgPerS, 'f', 1, 64), t.Error,
 			strconv.FormatFloat(t.SendSeconds, 'f', 3, 64), strconv.FormatFloat(t.SendMsgPerS, 'f', 1, 64)}
 		if serverIO {
-			c := t.ServerIO.cells()
+			c := t.ServerIO.Cells()
 			row = append(row, c[0], c[1])
 		}
 		rows = append(rows, row)
@@ -73,7 +77,7 @@ func writeCSV(path string, tests []TestResult, serverIO bool) error {
 }
 
 // writeSeriesCSV writes every sample: the data behind figures 4 and 5.
-func writeSeriesCSV(path string, tests []TestResult) error {
+func writeSeriesCSV(path string, tests []measure.Result) error {
 	rows := [][]string{{"system", "test", "batch", "seconds", "mb_sent", "msg_per_s"}}
 	for _, t := range tests {
 		for _, p := range t.Series {

@@ -5,13 +5,15 @@ import (
 	"image/color"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
 )
 
 // PlotThroughput draws figure 4 or 5: throughput (msg/s) against MB sent,
@@ -26,21 +28,21 @@ import (
 // it is in the dashed average of each test, and the caption says how long
 // it was. Each limit (the link's ceiling for our messages, when the run
 // went over one) is a dotted line across the figure.
-func PlotThroughput(path, title string, tests []TestResult, limits ...Limit) error {
+func PlotThroughput(path, title string, tests []measure.Result, limits ...Limit) error {
 	return plotThroughput(path, title, "", tests, limits...)
 }
 
 // plotThroughput is PlotThroughput with another caption ("" for figure 4's or 5's).
-func plotThroughput(path, title, caption string, tests []TestResult, limits ...Limit) error {
+func plotThroughput(path, title, caption string, tests []measure.Result, limits ...Limit) error {
 	producer := len(tests) > 0 && tests[0].Test == "producer"
 	xLabel := "data read so far (MB of payload, 10^6 bytes)"
 	if producer {
 		xLabel = "data sent so far (MB of payload, 10^6 bytes)"
 	}
-	p := newFigurePlot(title, xLabel)
+	p := figure.NewPlot(title, xLabel)
 	p.Add(plotter.NewGrid())
 	p.X.Min = 0
-	leg := newSideLegend()
+	leg := figure.NewSideLegend()
 
 	lines := make([][]plotter.XYs, len(tests))
 	stalls := make([]plotter.XYs, len(tests))
@@ -74,12 +76,12 @@ func plotThroughput(path, title, caption string, tests []TestResult, limits ...L
 	floor := math.Max(math.Pow(10, math.Floor(math.Log10(lo/1.5))), top/1e6)
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Min, p.Y.Max = floor, top
-	p.Y.Tick.Marker = logTicks{labelAll: top/floor <= 1e3}
+	p.Y.Tick.Marker = figure.LogTicks{LabelAll: top/floor <= 1e3}
 
 	anyStall := false
 	for i, t := range tests {
-		col := SystemColor(t.System)
-		shape, marked := batchGlyph(t.Batch)
+		col := figure.SystemColor(t.System)
+		shape, marked := figure.BatchGlyph(t.Batch)
 		var thumb []plot.Thumbnailer
 		for _, seg := range lines[i] {
 			for j := range seg {
@@ -101,7 +103,7 @@ func plotThroughput(path, title, caption string, tests []TestResult, limits ...L
 			if err != nil {
 				return fmt.Errorf("experiments: plot %s marks of %s: %w", path, t.Label(), err)
 			}
-			sc.GlyphStyle = glyphStyle(col, shape)
+			sc.GlyphStyle = figure.GlyphStyle(col, shape)
 			p.Add(sc)
 			thumb = append(thumb, sc)
 		}
@@ -117,7 +119,7 @@ func plotThroughput(path, title, caption string, tests []TestResult, limits ...L
 				if err != nil {
 					return fmt.Errorf("experiments: plot %s average of %s: %w", path, t.Label(), err)
 				}
-				sc.GlyphStyle = glyphStyle(col, shape)
+				sc.GlyphStyle = figure.GlyphStyle(col, shape)
 				p.Add(sc)
 			}
 			if thumb == nil {
@@ -155,14 +157,14 @@ func plotThroughput(path, title, caption string, tests []TestResult, limits ...L
 	if caption == "" {
 		caption = throughputCaption(tests, producer)
 	}
-	return figure{plot: p, yLabel: "throughput (messages/s, log scale)", legend: leg, caption: caption + limitsCaption(limits)}.save(path)
+	return figure.Figure{Plot: p, YLabel: "throughput (messages/s, log scale)", Legend: leg, Caption: caption + limitsCaption(limits)}.Save(path)
 }
 
 // addLegend adds a test's entries: its name with the line, then its
 // averages. A producer's average runs until the server holds every
 // message; when the client alone was much faster (our batch-50 producer
 // waits for the broker's last flush), both rates are given.
-func addLegend(leg *plot.Legend, t TestResult, thumb []plot.Thumbnailer, producer bool) {
+func addLegend(leg *plot.Legend, t measure.Result, thumb []plot.Thumbnailer, producer bool) {
 	name := t.Label()
 	if t.Error != "" {
 		name += " (FAILED)"
@@ -173,27 +175,27 @@ func addLegend(leg *plot.Legend, t TestResult, thumb []plot.Thumbnailer, produce
 		leg.Add(name + " (no data)")
 	}
 	if t.Error != "" {
-		leg.Add(fmt.Sprintf("    %s msg/s until it failed", commas(t.MsgPerS)))
+		leg.Add(fmt.Sprintf("    %s msg/s until it failed", figure.Commas(t.MsgPerS)))
 		return
 	}
 	if !producer {
-		leg.Add(fmt.Sprintf("    avg %s msg/s", commas(t.MsgPerS)))
+		leg.Add(fmt.Sprintf("    avg %s msg/s", figure.Commas(t.MsgPerS)))
 		return
 	}
-	leg.Add(fmt.Sprintf("    avg %s msg/s until stored", commas(t.MsgPerS)))
+	leg.Add(fmt.Sprintf("    avg %s msg/s until stored", figure.Commas(t.MsgPerS)))
 	if clientMuchFaster(t) {
-		leg.Add(fmt.Sprintf("    client sent %s msg/s", commas(t.SendMsgPerS)))
+		leg.Add(fmt.Sprintf("    client sent %s msg/s", figure.Commas(t.SendMsgPerS)))
 	}
 }
 
 // clientMuchFaster reports whether a producer's client finished sending
 // well before the server held every message (its rate a quarter higher).
-func clientMuchFaster(t TestResult) bool {
+func clientMuchFaster(t measure.Result) bool {
 	return t.OK() && t.SendMsgPerS > 1.25*t.MsgPerS
 }
 
 // throughputCaption says what the lines of figure 4 or 5 are.
-func throughputCaption(tests []TestResult, producer bool) string {
+func throughputCaption(tests []measure.Result, producer bool) string {
 	var b strings.Builder
 	if producer {
 		b.WriteString("Solid: messages leaving the producer client per second against the payload sent so far (paper figure 4)")
@@ -209,7 +211,7 @@ func throughputCaption(tests []TestResult, producer bool) string {
 	b.WriteString(" Each system has one colour, the same in every figure")
 	var marked []string
 	for _, t := range tests {
-		if shape, ok := batchGlyph(t.Batch); ok && !slices.Contains(marked, fmt.Sprint(t.Batch)) {
+		if shape, ok := figure.BatchGlyph(t.Batch); ok && !slices.Contains(marked, fmt.Sprint(t.Batch)) {
 			name := "squares"
 			if _, tri := shape.(draw.TriangleGlyph); tri {
 				name = "triangles"
@@ -231,7 +233,7 @@ func throughputCaption(tests []TestResult, producer bool) string {
 	for _, t := range tests {
 		if producer && clientMuchFaster(t) {
 			fmt.Fprintf(&b, " %s: the client sent all %s messages in %.2f s (%s msg/s), then waited %.2f s for the server to store them (final flush), hence %s msg/s until stored.",
-				t.Label(), commas(float64(t.Msgs)), t.SendSeconds, commas(t.SendMsgPerS), t.Seconds-t.SendSeconds, commas(t.MsgPerS))
+				t.Label(), figure.Commas(float64(t.Msgs)), t.SendSeconds, figure.Commas(t.SendMsgPerS), t.Seconds-t.SendSeconds, figure.Commas(t.MsgPerS))
 		}
 	}
 	return b.String()
@@ -291,7 +293,7 @@ func split(xys plotter.XYs, totalMB float64) (segs []plotter.XYs, stalls plotter
 // the line would show only the bursts. The window is at least a second and
 // three times the mean gap between bursts, and at most a twentieth of the
 // test, so a short test keeps its shape.
-func smooth(t TestResult) plotter.XYs {
+func smooth(t measure.Result) plotter.XYs {
 	if len(t.Series) == 0 || t.MBSent <= 0 || t.Msgs <= 0 {
 		return nil
 	}
@@ -322,37 +324,4 @@ func smooth(t TestResult) plotter.XYs {
 		}
 	}
 	return out
-}
-
-// logTicks marks 1..9 times each power of ten and labels the powers of
-// ten, and also 2 and 5 times them when labelAll is set (a range of a few
-// decades, where a range inside one decade would otherwise have no label).
-type logTicks struct{ labelAll bool }
-
-func (lt logTicks) Ticks(min, max float64) []plot.Tick {
-	var ticks []plot.Tick
-	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
-		base := math.Pow(10, e)
-		for m := 1; m <= 9; m++ {
-			v := float64(m) * base
-			if v < min || v > max {
-				continue
-			}
-			t := plot.Tick{Value: v}
-			if m == 1 || (lt.labelAll && (m == 2 || m == 5)) {
-				t.Label = commas(v)
-			}
-			ticks = append(ticks, t)
-		}
-	}
-	return ticks
-}
-
-// commas formats a rate as an integer with thousands separators: 400,000.
-func commas(v float64) string {
-	s := strconv.FormatInt(int64(math.Round(v)), 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

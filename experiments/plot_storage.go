@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
 
@@ -23,7 +25,7 @@ import (
 // appear, so the paper's two numbers are marked even when a system was not
 // measured.
 func PlotStorage(path string, s *Summary, fig *paper.Figures) error {
-	names := []string{Ours, "activemq"}
+	names := []string{compare.Ours, "activemq"}
 	got := map[string]Storage{}
 	how := map[string]string{}
 	for _, r := range s.Systems {
@@ -35,7 +37,7 @@ func PlotStorage(path string, s *Summary, fig *paper.Figures) error {
 		}
 		how[r.Name] = r.Settings["disk_bytes"]
 	}
-	p := newFigurePlot(fmt.Sprintf("Storage: bytes on disk per %d-byte message beyond the payload", s.MessageSize), "")
+	p := figure.NewPlot(fmt.Sprintf("Storage: bytes on disk per %d-byte message beyond the payload", s.MessageSize), "")
 	p.Add(plotter.NewGrid())
 
 	var bars plotter.Values
@@ -72,14 +74,14 @@ func PlotStorage(path string, s *Summary, fig *paper.Figures) error {
 
 	// One bar chart per system, so that each bar has its system's colour.
 	w := vg.Points(70)
-	leg := newSideLegend()
+	leg := figure.NewSideLegend()
 	for i, v := range bars {
 		bc, err := plotter.NewBarChart(plotter.Values{v}, w)
 		if err != nil {
 			return fmt.Errorf("experiments: plot %s: %w", path, err)
 		}
 		bc.XMin = float64(i)
-		bc.Color = SystemColor(names[i])
+		bc.Color = figure.SystemColor(names[i])
 		bc.LineStyle.Width = 0
 		p.Add(bc)
 		if _, measured := got[names[i]]; measured {
@@ -87,9 +89,9 @@ func PlotStorage(path string, s *Summary, fig *paper.Figures) error {
 		}
 	}
 
-	valueStyle := fontSize(p.Y.Tick.Label, 11)
+	valueStyle := figure.FontSize(p.Y.Tick.Label, 11)
 	valueStyle.XAlign, valueStyle.YAlign = text.XCenter, text.YBottom
-	if err := addLabels(p, tops, topLabels, valueStyle, vg.Point{Y: vg.Points(5)}); err != nil {
+	if err := figure.AddLabels(p, tops, topLabels, valueStyle, vg.Point{Y: vg.Points(5)}); err != nil {
 		return fmt.Errorf("experiments: plot %s: %w", path, err)
 	}
 	if len(marks) > 0 {
@@ -106,13 +108,13 @@ func PlotStorage(path string, s *Summary, fig *paper.Figures) error {
 				leg.Add("paper §5 (Kafka 9, ActiveMQ 144)", l)
 			}
 		}
-		markStyle := fontSize(p.Y.Tick.Label, 10)
+		markStyle := figure.FontSize(p.Y.Tick.Label, 10)
 		markStyle.XAlign, markStyle.YAlign = text.XLeft, text.YCenter
 		right := make(plotter.XYs, len(marks))
 		for i, m := range marks {
 			right[i] = plotter.XY{X: m.X + 0.32, Y: m.Y}
 		}
-		if err := addLabels(p, right, markLabels, markStyle, vg.Point{}); err != nil {
+		if err := figure.AddLabels(p, right, markLabels, markStyle, vg.Point{}); err != nil {
 			return fmt.Errorf("experiments: plot %s: %w", path, err)
 		}
 	}
@@ -132,14 +134,14 @@ func PlotStorage(path string, s *Summary, fig *paper.Figures) error {
 
 	var cap strings.Builder
 	fmt.Fprintf(&cap, "Growth of each store's files during the producer test of the batch named under each bar (%s messages), per message, minus the %d-byte payload. Measured as: ",
-		commas(float64(s.Messages)), s.MessageSize)
+		figure.Commas(float64(s.Messages)), s.MessageSize)
 	sep := ""
 	for _, n := range names {
 		if _, ok := got[n]; !ok {
 			continue
 		}
 		h := how[n]
-		if h == "" && n == Ours {
+		if h == "" && n == compare.Ours {
 			h = "length of the segment files: a 4-byte length, 1 magic byte and a 4-byte CRC per message (§3.1)"
 		}
 		if h == "" {
@@ -152,19 +154,5 @@ func PlotStorage(path string, s *Summary, fig *paper.Figures) error {
 	if s.Messages < 10_000_000 {
 		cap.WriteString(" A short run weighs a store's fixed files (indexes, first journal) more than the paper's 10,000,000 messages.")
 	}
-	return figure{plot: p, yLabel: "bytes per message beyond the payload", legend: leg, caption: cap.String()}.save(path)
-}
-
-// addLabels writes texts at points of the plot in one style.
-func addLabels(p *plot.Plot, at plotter.XYs, texts []string, sty text.Style, off vg.Point) error {
-	l, err := plotter.NewLabels(plotter.XYLabels{XYs: at, Labels: texts})
-	if err != nil {
-		return err
-	}
-	for i := range l.TextStyle {
-		l.TextStyle[i] = sty
-	}
-	l.Offset = off
-	p.Add(l)
-	return nil
+	return figure.Figure{Plot: p, YLabel: "bytes per message beyond the payload", Legend: leg, Caption: cap.String()}.Save(path)
 }

@@ -12,14 +12,17 @@ import (
 	"time"
 
 	"gonum.org/v1/plot/plotter"
+
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
 )
 
 func TestPlotsAreRealPNGs(t *testing.T) {
 	dir := t.TempDir()
-	tests := []TestResult{
-		{System: "kafka", Test: "producer", Batch: 1, MsgPerS: 50000, Series: []Point{{0.25, 2.5, 50000}, {0.5, 5, 52000}}},
-		{System: "kafka", Test: "producer", Batch: 50, MsgPerS: 400000, Series: []Point{{0.25, 20, 400000}}},
-		{System: "activemq", Test: "producer", Batch: 1, MsgPerS: 1000, Series: []Point{{1, 0.2, 1000}, {2, 0.4, 0}, {3, 0.6, 1100}}, Error: "died"},
+	tests := []measure.Result{
+		{System: "kafka", Test: "producer", Batch: 1, MsgPerS: 50000, Series: []measure.Point{{Seconds: 0.25, MB: 2.5, MsgPerS: 50000}, {Seconds: 0.5, MB: 5, MsgPerS: 52000}}},
+		{System: "kafka", Test: "producer", Batch: 50, MsgPerS: 400000, Series: []measure.Point{{Seconds: 0.25, MB: 20, MsgPerS: 400000}}},
+		{System: "activemq", Test: "producer", Batch: 1, MsgPerS: 1000, Series: []measure.Point{{Seconds: 1, MB: 0.2, MsgPerS: 1000}, {Seconds: 2, MB: 0.4, MsgPerS: 0}, {Seconds: 3, MB: 0.6, MsgPerS: 1100}}, Error: "died"},
 	}
 	p := filepath.Join(dir, "f.png")
 	if err := PlotThroughput(p, "Producer", tests); err != nil {
@@ -64,24 +67,6 @@ func checkPNG(t *testing.T, path string) {
 	}
 }
 
-func TestLogTicksAndCommas(t *testing.T) {
-	ticks := logTicks{labelAll: true}.Ticks(1000, 500000)
-	labels := map[string]bool{}
-	for _, tk := range ticks {
-		if tk.Label != "" {
-			labels[tk.Label] = true
-		}
-	}
-	for _, want := range []string{"1,000", "2,000", "5,000", "100,000", "500,000"} {
-		if !labels[want] {
-			t.Errorf("tick %s missing from %v", want, labels)
-		}
-	}
-	if commas(1234567.4) != "1,234,567" || commas(999) != "999" {
-		t.Errorf("commas: %s %s", commas(1234567.4), commas(999))
-	}
-}
-
 func TestProgressPlainLines(t *testing.T) {
 	var b bytes.Buffer
 	p := NewProgress(&b)
@@ -99,13 +84,13 @@ func TestProgressPlainLines(t *testing.T) {
 // Bursty counting (0, 2r, 0, 2r, ...) is drawn at its true rate r, and a
 // stall stays visible.
 func TestSmoothBursts(t *testing.T) {
-	tr := TestResult{Msgs: 40_000, MBSent: 8} // 200 bytes per message
+	tr := measure.Result{Msgs: 40_000, MBSent: 8} // 200 bytes per message
 	for i := 1; i <= 40; i++ {
 		rate := 0.0
 		if i%2 == 0 {
 			rate = 8000
 		}
-		tr.Series = append(tr.Series, Point{Seconds: float64(i) * 0.25, MB: float64(i/2) * 0.4, MsgPerS: rate})
+		tr.Series = append(tr.Series, measure.Point{Seconds: float64(i) * 0.25, MB: float64(i/2) * 0.4, MsgPerS: rate})
 	}
 	xys := smooth(tr)
 	if len(xys) != 40 {
@@ -134,8 +119,8 @@ func TestSplitStallsAndEnd(t *testing.T) {
 
 func TestFigureSizeAndCaption(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "f.png")
-	tests := []TestResult{{System: "kafka", Test: "producer", Batch: 50, Msgs: 1000, MBSent: 0.2, MsgPerS: 500,
-		SendSeconds: 0.5, SendMsgPerS: 2000, Seconds: 2, Series: []Point{{0.25, 0.1, 2000}, {0.5, 0.2, 2000}}}}
+	tests := []measure.Result{{System: "kafka", Test: "producer", Batch: 50, Msgs: 1000, MBSent: 0.2, MsgPerS: 500,
+		SendSeconds: 0.5, SendMsgPerS: 2000, Seconds: 2, Series: []measure.Point{{Seconds: 0.25, MB: 0.1, MsgPerS: 2000}, {Seconds: 0.5, MB: 0.2, MsgPerS: 2000}}}}
 	if err := PlotThroughput(p, "Producer", tests); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +131,7 @@ func TestFigureSizeAndCaption(t *testing.T) {
 	if !strings.Contains(c, "2,000 msg/s") || !strings.Contains(c, "500 msg/s until stored") || !strings.Contains(c, "waited 1.50 s") {
 		t.Errorf("caption does not give both rates: %s", c)
 	}
-	if got := wrap(newSideLegend().TextStyle, "a b c", 1); len(got) != 3 {
+	if got := figure.Wrap(figure.NewSideLegend().TextStyle, "a b c", 1); len(got) != 3 {
 		t.Errorf("wrap = %q, want one word a line", got)
 	}
 }
@@ -157,28 +142,28 @@ func TestFigureSizeAndCaption(t *testing.T) {
 // in a figure leaves no pixel of its colour there.
 func TestOneColourPerSystemInEveryFigure(t *testing.T) {
 	dir := t.TempDir()
-	series := func(rate float64) []Point {
-		var pts []Point
+	series := func(rate float64) []measure.Point {
+		var pts []measure.Point
 		for i := 1; i <= 40; i++ {
-			pts = append(pts, Point{Seconds: float64(i) * 0.25, MB: float64(i) * 0.5, MsgPerS: rate})
+			pts = append(pts, measure.Point{Seconds: float64(i) * 0.25, MB: float64(i) * 0.5, MsgPerS: rate})
 		}
 		return pts
 	}
-	test := func(system, kind string, batch int, rate float64) TestResult {
-		return TestResult{System: system, Test: kind, Batch: batch, Msgs: 100_000, MBSent: 20, Seconds: 10, MsgPerS: rate, Series: series(rate)}
+	test := func(system, kind string, batch int, rate float64) measure.Result {
+		return measure.Result{System: system, Test: kind, Batch: batch, Msgs: 100_000, MBSent: 20, Seconds: 10, MsgPerS: rate, Series: series(rate)}
 	}
 	fig4 := filepath.Join(dir, "fig4.png")
-	if err := PlotThroughput(fig4, "Producer", []TestResult{test("activemq", "producer", 1, 15000), test("kafka", "producer", 1, 300000),
+	if err := PlotThroughput(fig4, "Producer", []measure.Result{test("activemq", "producer", 1, 15000), test("kafka", "producer", 1, 300000),
 		test("kafka", "producer", 50, 2000000), test("rabbitmq", "producer", 1, 20000)}); err != nil {
 		t.Fatal(err)
 	}
 	fig5 := filepath.Join(dir, "fig5.png")
-	if err := PlotThroughput(fig5, "Consumer", []TestResult{test("kafka", "consumer", 0, 5000000), test("rabbitmq", "consumer", 0, 28000),
+	if err := PlotThroughput(fig5, "Consumer", []measure.Result{test("kafka", "consumer", 0, 5000000), test("rabbitmq", "consumer", 0, 28000),
 		test("activemq", "consumer", 0, 12000)}); err != nil {
 		t.Fatal(err)
 	}
 	onlyTwo := filepath.Join(dir, "two.png")
-	if err := PlotThroughput(onlyTwo, "Consumer", []TestResult{test("rabbitmq", "consumer", 0, 28000), test("kafka", "consumer", 0, 5000000)}); err != nil {
+	if err := PlotThroughput(onlyTwo, "Consumer", []measure.Result{test("rabbitmq", "consumer", 0, 28000), test("kafka", "consumer", 0, 5000000)}); err != nil {
 		t.Fatal(err)
 	}
 	storage := filepath.Join(dir, "storage.png")
@@ -202,12 +187,12 @@ func TestOneColourPerSystemInEveryFigure(t *testing.T) {
 	} {
 		counts := colourCounts(t, fig.path)
 		for _, sys := range fig.in {
-			if n := counts[SystemColor(sys)]; n < 50 {
-				t.Errorf("%s: %d pixels of %s's colour %v, want its lines or bar", filepath.Base(fig.path), n, sys, SystemColor(sys))
+			if n := counts[figure.SystemColor(sys)]; n < 50 {
+				t.Errorf("%s: %d pixels of %s's colour %v, want its lines or bar", filepath.Base(fig.path), n, sys, figure.SystemColor(sys))
 			}
 		}
 		for _, sys := range fig.out {
-			if n := counts[SystemColor(sys)]; n != 0 {
+			if n := counts[figure.SystemColor(sys)]; n != 0 {
 				t.Errorf("%s: %d pixels of %s's colour, but %s is not in it", filepath.Base(fig.path), n, sys, sys)
 			}
 		}
@@ -215,15 +200,15 @@ func TestOneColourPerSystemInEveryFigure(t *testing.T) {
 	// The palette gives distinct colours, and an unknown system a stable one.
 	seen := map[color.RGBA]string{}
 	for _, sys := range []string{"kafka", "activemq", "rabbitmq"} {
-		if other, dup := seen[SystemColor(sys)]; dup {
+		if other, dup := seen[figure.SystemColor(sys)]; dup {
 			t.Errorf("%s and %s share a colour", sys, other)
 		}
-		seen[SystemColor(sys)] = sys
+		seen[figure.SystemColor(sys)] = sys
 	}
-	if SystemColor("zeromq") != SystemColor("zeromq") {
+	if figure.SystemColor("zeromq") != figure.SystemColor("zeromq") {
 		t.Error("an unknown system's colour changes")
 	}
-	if _, clash := seen[SystemColor("zeromq")]; clash {
+	if _, clash := seen[figure.SystemColor("zeromq")]; clash {
 		t.Error("an unknown system takes a known system's colour")
 	}
 }
@@ -242,17 +227,23 @@ func colourCounts(t *testing.T, path string) map[color.RGBA]int {
 	return counts
 }
 
-// No plot of experiments/ takes a colour by position (gonum's
-// plotutil.Color(i)): a colour comes from SystemColor.
+// No figure of the run (this package's and the further experiments')
+// takes a colour by position (gonum's plotutil.Color(i)): a colour comes
+// from SystemColor.
 func TestNoColourByPosition(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no Go files: %v", err)
+	var files []string
+	for _, dir := range []string{".", "compression", "latency", "replication", "figure"} {
+		fs, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil || len(fs) == 0 {
+			t.Fatalf("no Go files in %s: %v", dir, err)
+		}
+		for _, f := range fs {
+			if !strings.HasSuffix(f, "_test.go") {
+				files = append(files, f)
+			}
+		}
 	}
 	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

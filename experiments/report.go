@@ -7,6 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/experiments/compression"
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
+	"github.com/kafkarepro/kafkarepro/experiments/latency"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
+	"github.com/kafkarepro/kafkarepro/experiments/replication"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
 
@@ -18,7 +24,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# §5 reproduction: run %s\n\n", s.Run)
 	w("Started %s, took %.0f s. %s messages of %d bytes per test; consumer prefetch %d messages / %d bytes; services: %s; network: %s (%s).\n\n",
-		s.Started.UTC().Format("2006-01-02 15:04:05 UTC"), s.Seconds, commas(float64(s.Messages)), s.MessageSize,
+		s.Started.UTC().Format("2006-01-02 15:04:05 UTC"), s.Seconds, figure.Commas(float64(s.Messages)), s.MessageSize,
 		s.PrefetchMessages, s.PrefetchBytes, s.Services, s.network().Setup, s.network().Hosts)
 	if s.ServicesWhy != "" {
 		w("Servers: **%s** provider — %s.\n\n", s.Services, s.ServicesWhy)
@@ -33,7 +39,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		w("Command: `%s`\n\n", s.Command)
 	}
 	if s.Messages < 10_000_000 {
-		w("**This is a shortened run** (%s messages, the paper sent 10,000,000): averages include start-up and the final flush wait, which weigh more in a short run.\n\n", commas(float64(s.Messages)))
+		w("**This is a shortened run** (%s messages, the paper sent 10,000,000): averages include start-up and the final flush wait, which weigh more in a short run.\n\n", figure.Commas(float64(s.Messages)))
 	}
 	if s.Messages < 10_000_000 {
 		if est := EstimateRun(s, 10_000_000); est > 0 {
@@ -43,7 +49,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	if len(s.Errors) > 0 {
 		w("## Errors\n\n")
 		for _, e := range s.Errors {
-			w("- %s\n", oneLine(e))
+			w("- %s\n", figure.OneLine(e))
 		}
 		w("\n")
 	}
@@ -53,7 +59,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		w("| CPU | %s | %s |\n", fig.Setup.CPU, s.Machine.CPUModel)
 		w("| cores | 8 (per machine) | %d (shared by client and servers) |\n", s.Machine.Cores)
 		w("| memory | %s | %.1f GB |\n", fig.Setup.Memory, s.Machine.MemoryGB)
-		w("| disk | %s | %s |\n", fig.Setup.Disk, oneLine(s.Machine.Disk))
+		w("| disk | %s | %s |\n", fig.Setup.Disk, figure.OneLine(s.Machine.Disk))
 		w("| network | %s | %s |\n", fig.Setup.Network, s.network().Path)
 		w("| machines | %s | %s |\n", fig.Setup.Machines, s.network().Hosts)
 	}
@@ -65,8 +71,8 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	for _, r := range s.Systems {
 		for _, t := range r.Producer {
 			pv := paperValue(fig, t)
-			w("| %s | %d | %s | %s | %s | %s | %.2f | %s |\n", t.System, t.Batch, pv.text, commas(t.MsgPerS),
-				ratioText(t.MsgPerS, pv.v), commas(t.SendMsgPerS), t.Seconds, oneLine(t.Error))
+			w("| %s | %d | %s | %s | %s | %s | %.2f | %s |\n", t.System, t.Batch, pv.text, figure.Commas(t.MsgPerS),
+				ratioText(t.MsgPerS, pv.v), figure.Commas(t.SendMsgPerS), t.Seconds, figure.OneLine(t.Error))
 		}
 	}
 	w("\n## Storage (after each producer test)\n\n")
@@ -80,11 +86,11 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 				}
 			}
 			if st.Error != "" {
-				w("| %s | %d | %d | — | — | — | %s (error: %s) |\n", r.Name, st.Batch, st.Messages, po, oneLine(st.Error))
+				w("| %s | %d | %d | — | — | — | %s (error: %s) |\n", r.Name, st.Batch, st.Messages, po, figure.OneLine(st.Error))
 				continue
 			}
-			w("| %s | %d | %s | %s | %.1f | %.1f | %s |\n", r.Name, st.Batch, commas(float64(st.Messages)),
-				commas(float64(st.DiskBytes)), st.BytesPerMessage, st.OverheadBytes, po)
+			w("| %s | %d | %s | %s | %.1f | %.1f | %s |\n", r.Name, st.Batch, figure.Commas(float64(st.Messages)),
+				figure.Commas(float64(st.DiskBytes)), st.BytesPerMessage, st.OverheadBytes, po)
 		}
 	}
 	w("\nHow each store was measured (`fig_storage.png` shows the last row of each system): ours counts the length of its segment files, which is exactly the message-set bytes; the others report it in their `disk_bytes` setting below (allocated blocks, as `du` counts them). A store that keeps messages in memory or writes whole journal files shows a different growth than its logical size.\n")
@@ -98,7 +104,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		}
 		t := *r.Consumer
 		pv := paperValue(fig, t)
-		w("| %s | %s | %s | %s | %.2f | %s |\n", t.System, pv.text, commas(t.MsgPerS), ratioText(t.MsgPerS, pv.v), t.Seconds, oneLine(t.Error))
+		w("| %s | %s | %s | %s | %.2f | %s |\n", t.System, pv.text, figure.Commas(t.MsgPerS), ratioText(t.MsgPerS, pv.v), t.Seconds, figure.OneLine(t.Error))
 	}
 	writeServerIO(w, s)
 
@@ -135,17 +141,17 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	w("- **Paper values for ActiveMQ and RabbitMQ.** The paper's text does not state them and our copy of the paper has no figures 4 and 5, so the table gives the upper bound each follows from the text (marked ≤: \"orders of magnitude\" below 50,000, \"at least 2 times\", \"more than 4 times\"). Only the ratios are compared.\n")
 	w("- **Consumer speed.** The paper's Kafka consumer read 22,000 msg/s, i.e. 4.6 MB/s, far below its 1 Gb link; the paper does not say what bounded it (its 2011 JVM client, most likely). Ours fetches 300 KB per request with sendfile on the broker and checks every CRC without allocating per message, so on loopback it is bound by memory bandwidth and CRC speed.\n")
 	w("- **Producer end point.** Our producer gets no acknowledgement, so its clock stops when the broker's OFFSETS answer reaches the last message: that includes the final fsync of what is still unflushed (flush every %s messages or %s ms). The \"client send\" column leaves that wait out.\n",
-		settingOf(s, Ours, "log.flush.interval", "10000"), settingOf(s, Ours, "log.default.flush.interval.ms", "1000"))
-	if k, ok := find(s.Systems, Ours); ok {
+		settingOf(s, compare.Ours, "log.flush.interval", "10000"), settingOf(s, compare.Ours, "log.default.flush.interval.ms", "1000"))
+	if k, ok := find(s.Systems, compare.Ours); ok {
 		for _, t := range k.Producer {
 			if t.OK() && t.Batch == 50 && t.SendMsgPerS > 1.5*t.MsgPerS {
 				w("- **Batching gains less here.** Our batch-50 client sent everything in %.2f s (%s msg/s) but the broker exposed the last message only after %.2f s: the batch-50 test is bound by the broker's write and fsync to this disk, not by the client. Our batch-1 producer pays one write system call per message on loopback, far cheaper than a request over the paper's 1 Gb network, so batch 1 loses less to batch 50 than in the paper.\n",
-					t.SendSeconds, commas(t.SendMsgPerS), t.Seconds)
+					t.SendSeconds, figure.Commas(t.SendMsgPerS), t.Seconds)
 			}
 		}
 	}
 	if s.Messages < 10_000_000 {
-		w("- **Short run.** With %s messages a test lasts seconds: the final flush wait, JVM warm-up and the first journal or queue files weigh far more than in the paper's 10,000,000-message run.\n", commas(float64(s.Messages)))
+		w("- **Short run.** With %s messages a test lasts seconds: the final flush wait, JVM warm-up and the first journal or queue files weigh far more than in the paper's 10,000,000-message run.\n", figure.Commas(float64(s.Messages)))
 	}
 	w("- **Storage.** Bytes on disk are the growth of each store's files during the producer test. ActiveMQ's and RabbitMQ's are the blocks allocated to their store directories, which includes their indexes and the journal files they had begun, and weighs more in a short run; ours stores exactly the message-set bytes, 4-byte length + 1 magic + 4 CRC + payload (§3.1).\n")
 
@@ -158,7 +164,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			w("| %s | %s |\n", k, oneLine(r.Settings[k]))
+			w("| %s | %s |\n", k, figure.OneLine(r.Settings[k]))
 		}
 		if len(keys) == 0 {
 			w("| (none reported: the system did not start) | |\n")
@@ -166,11 +172,11 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 		w("\n")
 	}
 	if c := s.Compression; c != nil {
-		w("%s", compressionSection(c))
+		w("%s", compression.Section(c))
 	}
-	w("%s", latencySection(s.Latency))
+	w("%s", latency.Section(s.Latency))
 	if r := s.Replication; r != nil {
-		w("%s", replicationSection(r))
+		w("%s", replication.Section(r))
 	}
 	w("Figures: `fig4_producer.png`, `fig5_consumer.png`, `fig_storage.png`. Data: `producer.csv`, `consumer.csv`, `series.csv`, `summary.json`.\n")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
@@ -225,7 +231,7 @@ type paperNum struct {
 	text string
 }
 
-func paperValue(fig *paper.Figures, t TestResult) paperNum {
+func paperValue(fig *paper.Figures, t measure.Result) paperNum {
 	if fig == nil {
 		return paperNum{text: "—"}
 	}
@@ -240,9 +246,9 @@ func paperValue(fig *paper.Figures, t TestResult) paperNum {
 		return paperNum{text: "—"}
 	}
 	if p.UpperBound {
-		return paperNum{p.MsgPerS, "≤" + commas(p.MsgPerS) + " (bound from the text)"}
+		return paperNum{p.MsgPerS, "≤" + figure.Commas(p.MsgPerS) + " (bound from the text)"}
 	}
-	return paperNum{p.MsgPerS, commas(p.MsgPerS)}
+	return paperNum{p.MsgPerS, figure.Commas(p.MsgPerS)}
 }
 
 func ratioText(v, paperV float64) string {
@@ -250,8 +256,4 @@ func ratioText(v, paperV float64) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f×", v/paperV)
-}
-
-func oneLine(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "\n", "; "), "|", "/")
 }

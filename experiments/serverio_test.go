@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
 )
 
 // ioSystem is a fakeSystem whose server is a "local process": its I/O
@@ -71,7 +72,7 @@ func TestServerIODuringConsumerTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ServerIO{
+	want := []measure.ServerIO{
 		{Measured: true, WriteBytes: 0, WChar: 5000 * 200, Processes: 2},
 		{Measured: true, WriteBytes: 3_000_000, WChar: 3_000_000 + 5000*200, Processes: 2},
 	}
@@ -84,7 +85,7 @@ func TestServerIODuringConsumerTest(t *testing.T) {
 	if io := reports[2].Consumer.ServerIO; io == nil || io.Measured || !strings.Contains(io.Note, "/proc/4242/io") {
 		t.Errorf("broken counters: ServerIO = %+v, want not measured, naming the error", io)
 	}
-	if io := reports[3].Consumer.ServerIO; io == nil || io.Measured || !strings.Contains(io.Note, notMeasured) {
+	if io := reports[3].Consumer.ServerIO; io == nil || io.Measured || !strings.Contains(io.Note, measure.NotMeasured) {
 		t.Errorf("container: ServerIO = %+v, want not measured", io)
 	}
 	for _, r := range reports {
@@ -105,7 +106,7 @@ func TestServerIODuringConsumerTest(t *testing.T) {
 		t.Fatalf("consumer.csv header = %v, want the old columns then server_write_bytes, server_wchar", rows[0])
 	}
 	n := len(rows[0])
-	for i, w := range [][2]string{{"0", "1000000"}, {"3000000", "4000000"}, {notMeasured, notMeasured}, {notMeasured, notMeasured}} {
+	for i, w := range [][2]string{{"0", "1000000"}, {"3000000", "4000000"}, {measure.NotMeasured, measure.NotMeasured}, {measure.NotMeasured, measure.NotMeasured}} {
 		if got := [2]string{rows[i+1][n-2], rows[i+1][n-1]}; got != w {
 			t.Errorf("consumer.csv %s: server columns %v, want %v", rows[i+1][0], got, w)
 		}

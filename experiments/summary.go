@@ -5,31 +5,34 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/experiments/compression"
+	"github.com/kafkarepro/kafkarepro/experiments/latency"
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
+	"github.com/kafkarepro/kafkarepro/experiments/replication"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
 
-// Ours is the name of our system in every report.
-const Ours = "kafka"
-
 // Summary is summary.json: the whole run in one document.
 type Summary struct {
-	Run         string       `json:"run"`
-	Started     time.Time    `json:"started"`
-	Finished    time.Time    `json:"finished"`
-	Seconds     float64      `json:"seconds"`
-	Command     string       `json:"command,omitempty"`
-	Services    string       `json:"services"`               // local or containers
-	ServicesWhy string       `json:"services_why,omitempty"` // how the provider was chosen (and the images made)
-	LoadAtStart *MachineLoad `json:"load_at_start,omitempty"`
-	LoadAtEnd   *MachineLoad `json:"load_at_end,omitempty"`
+	Run         string        `json:"run"`
+	Started     time.Time     `json:"started"`
+	Finished    time.Time     `json:"finished"`
+	Seconds     float64       `json:"seconds"`
+	Command     string        `json:"command,omitempty"`
+	Services    string        `json:"services"`               // local or containers
+	ServicesWhy string        `json:"services_why,omitempty"` // how the provider was chosen (and the images made)
+	LoadAtStart *machine.Load `json:"load_at_start,omitempty"`
+	LoadAtEnd   *machine.Load `json:"load_at_end,omitempty"`
 	// FreePages is the guest's free page reporting during the run (nil in
-	// runs made before the harness looked at it; freepages.go).
-	FreePages        *FreePageReporting `json:"free_page_reporting,omitempty"`
-	Messages         int                `json:"messages"`
-	MessageSize      int                `json:"message_size"`
-	PrefetchMessages int                `json:"prefetch_messages"`
-	PrefetchBytes    int                `json:"prefetch_bytes"`
-	Machine          Machine            `json:"machine"`
+	// runs made before the harness looked at it; package machine).
+	FreePages        *machine.FreePageReporting `json:"free_page_reporting,omitempty"`
+	Messages         int                        `json:"messages"`
+	MessageSize      int                        `json:"message_size"`
+	PrefetchMessages int                        `json:"prefetch_messages"`
+	PrefetchBytes    int                        `json:"prefetch_bytes"`
+	Machine          machine.Machine            `json:"machine"`
 	// Network is how the clients reached the servers (nil in runs made
 	// before the harness could use a link: loopback); Beside is a run of
 	// the same experiments over the other path, set beside this one in
@@ -40,14 +43,14 @@ type Summary struct {
 	Ratios   []RatioResult  `json:"ratios"`
 	Systems  []SystemReport `json:"systems"`
 	Errors   []string       `json:"errors"`
-	// Compression is the compression experiment (compression.go), when run.
-	Compression *Compression `json:"compression,omitempty"`
+	// Compression is the compression experiment (package compression), when run.
+	Compression *compression.Result `json:"compression,omitempty"`
 	// Ceiling is the machine's ceiling measured in this run (ceiling_report.go).
 	Ceiling []CeilingRow `json:"ceiling,omitempty"`
-	// Latency is figure 7's experiment (latency.go), when run.
-	Latency *Latency `json:"latency,omitempty"`
-	// Replication is figure 6's experiment (replication.go), when run.
-	Replication *Replication `json:"replication,omitempty"`
+	// Latency is figure 7's experiment (package latency), when run.
+	Latency *latency.Result `json:"latency,omitempty"`
+	// Replication is figure 6's experiment (package replication), when run.
+	Replication *replication.Result `json:"replication,omitempty"`
 }
 
 // Average is one test's average throughput, flat for quick reading.
@@ -100,7 +103,7 @@ func NewSummary(cfg Config, reports []SystemReport, fig *paper.Figures) *Summary
 }
 
 // Tests lists the report's producer tests and its consumer test.
-func (r SystemReport) Tests() []TestResult {
+func (r SystemReport) Tests() []measure.Result {
 	out := slices.Clone(r.Producer)
 	if r.Consumer != nil {
 		out = append(out, *r.Consumer)
@@ -172,7 +175,7 @@ func Ratios(reports []SystemReport, size int, fig *paper.Figures) []RatioResult 
 		}
 		out = append(out, r)
 	}
-	ours, ok := find(reports, Ours)
+	ours, ok := find(reports, compare.Ours)
 	if !ok {
 		return out
 	}
@@ -182,9 +185,9 @@ func Ratios(reports []SystemReport, size int, fig *paper.Figures) []RatioResult 
 	// The same on the client's send rate alone, without the final flush
 	// wait (which dominates a short run).
 	add("kafka_producer_b50_over_b1_client_send", "kafka_producer_b50_over_b1",
-		Measured{Ours, "producer (client send)", 50, ours.sendRate(50)}, Measured{Ours, "producer (client send)", 1, ours.sendRate(1)})
+		Measured{compare.Ours, "producer (client send)", 50, ours.sendRate(50)}, Measured{compare.Ours, "producer (client send)", 1, ours.sendRate(1)})
 	for _, other := range reports {
-		if other.Name == Ours {
+		if other.Name == compare.Ours {
 			continue
 		}
 		o := other.Name
@@ -196,7 +199,7 @@ func Ratios(reports []SystemReport, size int, fig *paper.Figures) []RatioResult 
 		ots, ok2 := other.MainStorage()
 		if ok1 && ok2 {
 			add(o+"_space_over_kafka", o+"_space_over_kafka",
-				Measured{o, "storage", ots.Batch, ots.BytesPerMessage}, Measured{Ours, "storage", ks.Batch, ks.BytesPerMessage})
+				Measured{o, "storage", ots.Batch, ots.BytesPerMessage}, Measured{compare.Ours, "storage", ks.Batch, ks.BytesPerMessage})
 		}
 	}
 	return out
@@ -208,12 +211,12 @@ func Ratios(reports []SystemReport, size int, fig *paper.Figures) []RatioResult 
 // comparison that could not be made (a test failed or did not run) fails.
 func CheckRatio(reports []SystemReport, r float64) (lines []string, ok bool) {
 	ok = true
-	ours, found := find(reports, Ours)
+	ours, found := find(reports, compare.Ours)
 	if !found {
 		return []string{"check-ratio: our system (kafka) was not measured"}, false
 	}
 	for _, other := range reports {
-		if other.Name == Ours {
+		if other.Name == compare.Ours {
 			continue
 		}
 		for _, c := range []struct {

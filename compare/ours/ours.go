@@ -67,7 +67,7 @@ func New(ep compare.Endpoint, opts Options) (*System, error) {
 }
 
 // Name implements compare.System.
-func (s *System) Name() string { return "kafka" }
+func (s *System) Name() string { return compare.Ours }
 
 // Settings implements compare.System.
 func (s *System) Settings() map[string]string {

@@ -41,7 +41,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
 )
 
 // Probe names, in the order Run measures them.
@@ -123,7 +123,7 @@ func Run(ctx context.Context, probe string, cfg Config) (Result, error) {
 	if cfg.Messages <= 0 || cfg.Dir == "" {
 		return Result{}, fmt.Errorf("ceiling: %s needs Messages > 0 and a Dir (got %d, %q)", probe, cfg.Messages, cfg.Dir)
 	}
-	before := experiments.ReadMachineLoad().PageCacheMB
+	before := machine.ReadLoad().PageCacheMB
 	var r Result
 	var err error
 	switch probe {
@@ -139,7 +139,7 @@ func Run(ctx context.Context, probe string, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("ceiling: %s probe: %w", probe, err)
 	}
-	r.Probe, r.CachedMBBefore, r.CachedMBAfter = probe, before, experiments.ReadMachineLoad().PageCacheMB
+	r.Probe, r.CachedMBBefore, r.CachedMBAfter = probe, before, machine.ReadLoad().PageCacheMB
 	return r, nil
 }
 

@@ -29,7 +29,7 @@ import (
 // maxQueuedAnswers bounds the acks=-1 answers a connection holds; a client pipelining more waits (its
 // next request is not read) until the oldest is answered. Each holds only its results (the request's
 // bytes were appended and released). 64, as figure 6's producer keeps in flight
-// (experiments.ReplicationInFlight).
+// (replication.InFlight in experiments/replication).
 const maxQueuedAnswers = 64
 
 // answerer holds a connection's acks=-1 answers until their sets are committed, and writes them in order.

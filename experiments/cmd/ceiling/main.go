@@ -33,8 +33,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/ceiling"
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/internal/stats"
 )
@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.ours, "ours", true, "also run our tools (make perf) in every round")
 	fs.BoolVar(&o.dropCache, "drop-cache", false, "drop the page cache before every round (root: echo 1 > /proc/sys/vm/drop_caches)")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "folder for the probes' files")
-	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; experiments.HoldFreedMemory)")
+	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; machine.HoldFreedMemory)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func measure(ctx context.Context, o options, w io.Writer) error {
 	// The producer probes' files and make perf's logs: one batch-50 and one batch-1 copy of the messages.
-	_, restore := experiments.HoldForRun(w, o.holdFreed, o.dir, int64(o.messages+o.b1Messages)*int64(o.size+9))
+	_, restore := machine.HoldForRun(w, o.holdFreed, o.dir, int64(o.messages+o.b1Messages)*int64(o.size+9))
 	defer restore()
 	var perfBin string
 	if o.ours {
@@ -113,11 +113,11 @@ func measure(ctx context.Context, o options, w io.Writer) error {
 	ours := map[string][]float64{}
 	for round := 1; round <= o.rounds; round++ {
 		if o.dropCache {
-			if err := experiments.DropPageCache(); err != nil {
+			if err := machine.DropPageCache(); err != nil {
 				return err
 			}
 		}
-		fmt.Fprintf(w, "== round %d of %d (%s)\n", round, o.rounds, experiments.ReadMachineLoad())
+		fmt.Fprintf(w, "== round %d of %d (%s)\n", round, o.rounds, machine.ReadLoad())
 		// The probes in reverse (batch 1, batch 50, consumer), so that the
 		// two that make perf runs first (batch 50, then the consumer) follow
 		// their probes by seconds rather than minutes.
@@ -144,7 +144,7 @@ func measure(ctx context.Context, o options, w io.Writer) error {
 			ours[k] = append(ours[k], v)
 		}
 	}
-	fmt.Fprintf(w, "\nsummary: medians of %d rounds, %d messages of %d bytes (%s)\n", o.rounds, o.messages, o.size, experiments.ReadMachineLoad())
+	fmt.Fprintf(w, "\nsummary: medians of %d rounds, %d messages of %d bytes (%s)\n", o.rounds, o.messages, o.size, machine.ReadLoad())
 	fmt.Fprintf(w, "%-32s %14s %14s %9s\n", "", "ceiling msg/s", "ours msg/s", "ours/ceil")
 	for _, p := range pairs {
 		c := stats.Median(probe[p.probe])

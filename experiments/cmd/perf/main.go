@@ -48,7 +48,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kafkarepro/kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/schedstat"
@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.fetchSize, "fetch-size", 307200, "consumer bytes per fetch")
 	phases := fs.String("phases", "b50 consumer b1", "which runs, in this order (consumer reads perf50, so it needs b50 before it)")
 	fs.BoolVar(&o.dropCache, "drop-cache", false, "drop the page cache before every producer run (root: sync, then 1 into /proc/sys/vm/drop_caches), so each starts from the same state, except once b50 has written what a later consumer run reads from the page cache, as in §5")
-	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; experiments.HoldFreedMemory), so that a page written again does not cost a host fault")
+	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; machine.HoldFreedMemory), so that a page written again does not cost a host fault")
 	fs.BoolVar(&o.strace, "strace", false, "also run a 100,000-message batch-1 producer under `strace -f -c` (write system calls per request)")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the broker and of every tool run there (broker.prof, producer50.prof, ...)")
 	fs.StringVar(&o.outDir, "out-dir", "", "keep every tool's full output there")
@@ -120,7 +120,7 @@ func main() {
 
 // say prints a step with the load average and the page cache.
 func say(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "== %s (%s)\n", fmt.Sprintf(format, args...), experiments.ReadMachineLoad())
+	fmt.Fprintf(w, "== %s (%s)\n", fmt.Sprintf(format, args...), machine.ReadLoad())
 }
 
 func run(ctx context.Context, o options, w io.Writer) (err error) {
@@ -142,7 +142,7 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 			logBytes += int64(o.b1Messages) * int64(o.size+9)
 		}
 	}
-	_, restore := experiments.HoldForRun(w, o.holdFreed, os.TempDir(), logBytes)
+	_, restore := machine.HoldForRun(w, o.holdFreed, os.TempDir(), logBytes)
 	defer restore()
 	say(w, "building %s", o.bin)
 	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
@@ -190,7 +190,7 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 		// the cache is not dropped once b50 has written what a later
 		// consumer run reads (dropping it would measure the disk).
 		if o.dropCache && ph != "consumer" && !(slices.Contains(o.phases[:i], "b50") && slices.Contains(o.phases[i:], "consumer")) {
-			if err := experiments.DropPageCache(); err != nil {
+			if err := machine.DropPageCache(); err != nil {
 				return err
 			}
 			say(w, "dropped the page cache before %s", ph)
@@ -205,7 +205,7 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 				"--messages", strconv.Itoa(o.b1Messages), "--message-size", strconv.Itoa(o.size), "--batch-size", "1", "--magic", "0")
 		case "consumer":
 			dir := filepath.Join(broker.LogDir(), "perf50-0")
-			if res, total, rerr := experiments.Resident(dir); rerr == nil {
+			if res, total, rerr := machine.Resident(dir); rerr == nil {
 				fmt.Fprintf(w, "perf50's log before the consumer: %d of %d MB in the page cache (mincore)\n",
 					res>>20, total>>20)
 			}

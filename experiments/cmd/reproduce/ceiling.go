@@ -10,6 +10,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/ceiling"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
 	"github.com/kafkarepro/kafkarepro/internal/stats"
 )
 
@@ -31,9 +32,9 @@ type ceilingRun struct {
 // again, through the same adapter and the same measurement
 // (experiments.RunConsumer), while our broker still runs. cfg is the
 // run's configuration, read when the hook runs.
-func (c *ceilingRun) afterConsumer(o options, cfg *experiments.Config, stderr io.Writer) func(context.Context, string, compare.System, string, experiments.TestResult) {
-	return func(ctx context.Context, system string, sys compare.System, topic string, test experiments.TestResult) {
-		if system != experiments.Ours || !test.OK() {
+func (c *ceilingRun) afterConsumer(o options, cfg *experiments.Config, stderr io.Writer) func(context.Context, string, compare.System, string, measure.Result) {
+	return func(ctx context.Context, system string, sys compare.System, topic string, test measure.Result) {
+		if system != compare.Ours || !test.OK() {
 			return // rest measures the consumer probe alone
 		}
 		again := func(ctx context.Context) (float64, error) {

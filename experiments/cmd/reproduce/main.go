@@ -36,8 +36,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/link"
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/paper"
@@ -59,7 +61,7 @@ type options struct {
 	replot      string
 	compression int // messages per codec of the compression experiment; 0: not run
 	ceiling     bool
-	holdFreed   bool          // experiments.HoldFreedMemory for the run
+	holdFreed   bool          // machine.HoldFreedMemory for the run
 	latency     time.Duration // paced phase per flush setting of figure 7; 0: not run
 	latencyRate int           // its producer's rate (0: half our batch-1 producer's)
 	replication int           // messages per mode of figure 6's replication experiment; 0: not run
@@ -92,7 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	compression := fs.Int("compression-messages", -1, "messages per codec of the compression experiment (default: --messages, at most 1,000,000; 0 skips it)")
 	latency := fs.Duration("latency-seconds", -1, "paced phase per flush setting of figure 7, the latency experiment (default 20s, 4s with --quick; 0 skips it)")
 	fs.IntVar(&o.latencyRate, "latency-rate", 0, "figure 7's producer rate in msg/s (0: half our batch-1 producer's rate in this run)")
-	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; experiments.HoldFreedMemory), so that a page written again does not cost a host fault; REPORT.md says which")
+	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; machine.HoldFreedMemory), so that a page written again does not cost a host fault; REPORT.md says which")
 	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the machine's ceiling (experiments/ceiling) right after our tests, for REPORT.md")
 	var err error
 	if err = fs.Parse(args); err != nil {
@@ -133,7 +135,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.replication < 0 {
 		o.replication = min(max(o.messages, 1_000_000), 2_000_000) // --quick's 200,000 would last under a second in the 1-replica mode
 	}
-	if !slices.Contains(o.systems, "kafka") {
+	if !slices.Contains(o.systems, compare.Ours) {
 		o.compression, o.replication = 0, 0
 	}
 	o.latency = *latency
@@ -143,7 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			o.latency = 4 * time.Second
 		}
 	}
-	if !slices.Contains(o.systems, "kafka") {
+	if !slices.Contains(o.systems, compare.Ours) {
 		o.latency = 0
 	}
 	if o.network, err = link.Parse(*network); err != nil {
@@ -195,11 +197,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The parameters are the machine's: a run over a link holds them once,
 	// here, and its child (inside a namespace) only reads them.
-	freePages, restore := experiments.ReadFreePageReporting(), func() {}
+	freePages, restore := machine.ReadFreePageReporting(), func() {}
 	if lnk == nil {
 		// 600 bytes per message: the full runs' stores took 209 (ours), about 400 (RabbitMQ) and
 		// 780 (ActiveMQ's KahaDB) per 200-byte message; MaxWarm caps a 10 M-message run's.
-		freePages, restore = experiments.HoldForRun(stderr, o.holdFreed, os.TempDir(), int64(o.messages)*3*int64(o.size))
+		freePages, restore = machine.HoldForRun(stderr, o.holdFreed, os.TempDir(), int64(o.messages)*3*int64(o.size))
 	}
 	defer restore()
 	if !o.network.IsLoopback() && lnk == nil {
@@ -218,7 +220,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "reproduce:", err)
 		return 1
 	}
-	loadStart := experiments.ReadMachineLoad()
+	loadStart := machine.ReadLoad()
 	prov, why, err := newProvider(ctx, o, logger, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "reproduce:", err)
@@ -230,87 +232,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "reproduce: services %s (%s)\n", prov.Name(), why)
 
-	cfg := experiments.DefaultConfig()
-	cfg.Messages, cfg.MessageSize, cfg.TestTimeout, cfg.Log = o.messages, o.size, o.testTimeout, logger
-	cfg.Progress = experiments.NewProgress(stderr) // draws in place only on a terminal
-	var targets []experiments.Target
-	for _, name := range o.systems {
-		targets = append(targets, target(prov, name))
-	}
-	started := time.Now()
-	network := experiments.LoopbackNetwork()
-	if lnk != nil {
-		network = experiments.LinkNetwork(lnk, runtime.NumCPU(), cfg)
-	}
-	fmt.Fprintf(stderr, "reproduce: %d messages of %d bytes; systems %s; services %s; network %s (%s); output %s; %s\n",
-		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), network.Setup, network.Hosts, o.out, loadStart)
-	// The ceiling's probes run right after our own tests, before the other
-	// systems' (minutes of them at full scale), so that each of our figures
-	// and the ceiling that bounds it are measured as close together as the
-	// run allows: the consumer probe right after our consumer test, with
-	// our broker still up, in turns with our consumer reading figure 5's
-	// topic again; the producer probes once our broker has stopped and its
-	// logs are gone, so that they write into the page cache those freed
-	// (ceiling.go).
-	var reports []experiments.SystemReport
-	var runErr error
-	var ceil ceilingRun
-	if o.ceiling {
-		cfg.AfterConsumer = ceil.afterConsumer(o, &cfg, stderr)
-	}
-	for _, t := range targets {
-		var r []experiments.SystemReport
-		r, runErr = experiments.Run(ctx, cfg, []experiments.Target{t})
-		reports = append(reports, r...)
-		if runErr != nil {
-			break
-		}
-		if o.ceiling && t.Name == experiments.Ours {
-			ceil.rest(ctx, o, stderr)
-		}
-	}
-	ceilingRows, ceilingErr := ceil.rows, ceil.err
-	sum := experiments.NewSummary(cfg, reports, fig)
-	if o.ceiling && slices.Contains(o.systems, "kafka") && runErr == nil {
-		if ceilingErr != nil {
-			sum.Errors = append(sum.Errors, "ceiling: "+ceilingErr.Error())
-		}
-		experiments.AttachCeiling(sum, ceilingRows)
-	}
-	if o.compression > 0 && runErr == nil {
-		fmt.Fprintf(stderr, "reproduce: compression experiment, %d messages per codec\n", o.compression)
-		c, err := runCompression(ctx, o.host, o.compression, stderr)
-		if err != nil {
-			sum.Errors = append(sum.Errors, "compression: "+err.Error())
-			if c == nil {
-				c = &experiments.Compression{}
+	// The run is a list of experiments: the §5 tests (figures 4 and 5, the
+	// storage bars and, with --ceiling, the machine's ceiling), then the
+	// further figures (further.go) unless the §5 tests were interrupted.
+	sum, network, runErr := section5(ctx, o, lnk, prov, logger, fig, loadStart, stderr)
+	if runErr == nil {
+		for _, e := range further(o, stderr) {
+			if !e.on {
+				continue
 			}
-			c.Error = err.Error()
-		}
-		sum.Compression = c
-	}
-	if o.latency > 0 && runErr == nil {
-		l, err := runLatency(ctx, o, sum, stderr)
-		if err != nil {
-			sum.Errors = append(sum.Errors, "latency: "+err.Error())
-			if l == nil {
-				l = &experiments.Latency{}
+			if err := e.run(ctx, sum); err != nil {
+				sum.Errors = append(sum.Errors, e.name+": "+err.Error())
 			}
-			l.Error = err.Error()
 		}
-		sum.Latency = l
-	}
-	if o.replication > 0 && runErr == nil {
-		sum.Replication = runReplication(ctx, o.host, o.replication, o.size, stderr, &sum.Errors)
 	}
 	sum.Run = filepath.Base(o.out)
-	sum.Started, sum.Finished = started.UTC(), time.Now().UTC()
+	sum.Finished = time.Now().UTC()
 	sum.Seconds = sum.Finished.Sub(sum.Started).Seconds()
 	sum.Command = "reproduce " + strings.Join(args, " ")
 	sum.Services, sum.ServicesWhy = prov.Name(), why
-	sum.LoadAtStart, sum.LoadAtEnd = &loadStart, new(experiments.ReadMachineLoad())
+	sum.LoadAtStart, sum.LoadAtEnd = &loadStart, new(machine.ReadLoad())
 	sum.FreePages = &freePages
-	sum.Machine = experiments.DescribeMachine(prov.DataRoot())
+	sum.Machine = machine.Describe(prov.DataRoot())
 	sum.Machine.Network = network.Path
 	sum.Network, sum.Beside = network, beside
 	if runErr != nil {
@@ -340,7 +283,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if o.checkRatio > 0 {
-		lines, ok := experiments.CheckRatio(reports, o.checkRatio)
+		lines, ok := experiments.CheckRatio(sum.Systems, o.checkRatio)
 		for _, l := range lines {
 			fmt.Fprintln(stdout, l)
 		}
@@ -408,67 +351,6 @@ func replot(o options, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runCompression runs the compression experiment against a broker process
-// of its own, started with the shipped settings by the one launcher
-// (internal/kafkaproc) on the servers' host (the server host over a link),
-// so its CPU time is the broker's alone.
-func runCompression(ctx context.Context, host localsvc.Host, n int, stderr io.Writer) (*experiments.Compression, error) {
-	tmp, bin, err := buildKafka(ctx, "reproduce-compression.")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, "broker"), Host: host})
-	if err != nil {
-		return nil, err
-	}
-	c, err := experiments.RunCompression(ctx, b.Addr(), b.Pid(), n, func(s string) { fmt.Fprintln(stderr, "reproduce:", s) })
-	if c != nil {
-		c.BrokerSettings = b.Settings()
-	}
-	return c, errors.Join(err, b.Stop())
-}
-
-// runLatency runs figure 7's experiment, one broker process per flush
-// setting through the one launcher (internal/kafkaproc), on the servers'
-// host (the server host over a link). Its producer runs
-// at --latency-rate, or at half the rate our batch-1 producer reached in
-// this run (the "for instance 50%"), at most 100,000 msg/s.
-func runLatency(ctx context.Context, o options, sum *experiments.Summary, stderr io.Writer) (*experiments.Latency, error) {
-	rate := o.latencyRate
-	if rate <= 0 {
-		rate = 20_000
-		for _, a := range sum.Averages {
-			if a.System == experiments.Ours && a.Test == "producer" && a.Batch == 1 && a.OK {
-				rate = min(100_000, int(a.MsgPerS/2))
-			}
-		}
-	}
-	tmp, bin, err := buildKafka(ctx, "reproduce-latency.")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	unpaced := 500_000
-	if o.messages < 1_000_000 {
-		unpaced = 50_000
-	}
-	fmt.Fprintf(stderr, "reproduce: latency experiment (figure 7), %d msg/s for %v per setting\n", rate, o.latency)
-	n := 0
-	return experiments.RunLatency(ctx, experiments.LatencyConfig{
-		Rate: rate, Duration: o.latency, Unpaced: unpaced, Size: o.size,
-		Start: func(ctx context.Context, props map[string]string) (string, string, func() error, error) {
-			n++
-			b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, fmt.Sprintf("broker%d", n)), Override: props, Host: o.host})
-			if err != nil {
-				return "", "", nil, err
-			}
-			return b.Addr(), b.Settings(), b.Stop, nil
-		},
-		Progress: func(s string) { fmt.Fprintln(stderr, "reproduce:", s) },
-	})
-}
-
 // buildKafka builds this tree's kafka command into a new temporary folder
 // named with prefix, which the caller removes.
 func buildKafka(ctx context.Context, prefix string) (tmp, bin string, err error) {
@@ -485,4 +367,59 @@ func buildKafka(ctx context.Context, prefix string) (tmp, bin string, err error)
 		return "", "", err
 	}
 	return tmp, bin, nil
+}
+
+// section5 runs the §5 tests, system after system, with the ceiling's
+// probes beside ours when --ceiling asks, and returns their summary, the
+// network they ran over, and the error that interrupted them, if any.
+func section5(ctx context.Context, o options, lnk *link.Link, prov compare.Provider, logger *slog.Logger, fig *paper.Figures, loadStart machine.Load, stderr io.Writer) (*experiments.Summary, *experiments.Network, error) {
+	cfg := experiments.DefaultConfig()
+	cfg.Messages, cfg.MessageSize, cfg.TestTimeout, cfg.Log = o.messages, o.size, o.testTimeout, logger
+	cfg.Progress = experiments.NewProgress(stderr) // draws in place only on a terminal
+	var targets []experiments.Target
+	for _, name := range o.systems {
+		targets = append(targets, target(prov, name))
+	}
+	started := time.Now()
+	network := experiments.LoopbackNetwork()
+	if lnk != nil {
+		network = experiments.LinkNetwork(lnk, runtime.NumCPU(), cfg)
+	}
+	fmt.Fprintf(stderr, "reproduce: %d messages of %d bytes; systems %s; services %s; network %s (%s); output %s; %s\n",
+		o.messages, o.size, strings.Join(o.systems, ","), prov.Name(), network.Setup, network.Hosts, o.out, loadStart)
+	// The ceiling's probes run right after our own tests, before the other
+	// systems' (minutes of them at full scale), so that each of our figures
+	// and the ceiling that bounds it are measured as close together as the
+	// run allows: the consumer probe right after our consumer test, with
+	// our broker still up, in turns with our consumer reading figure 5's
+	// topic again; the producer probes once our broker has stopped and its
+	// logs are gone, so that they write into the page cache those freed
+	// (ceiling.go).
+	var reports []experiments.SystemReport
+	var runErr error
+	var ceil ceilingRun
+	if o.ceiling {
+		cfg.AfterConsumer = ceil.afterConsumer(o, &cfg, stderr)
+	}
+	for _, t := range targets {
+		var r []experiments.SystemReport
+		r, runErr = experiments.Run(ctx, cfg, []experiments.Target{t})
+		reports = append(reports, r...)
+		if runErr != nil {
+			break
+		}
+		if o.ceiling && t.Name == compare.Ours {
+			ceil.rest(ctx, o, stderr)
+		}
+	}
+	ceilingRows, ceilingErr := ceil.rows, ceil.err
+	sum := experiments.NewSummary(cfg, reports, fig)
+	if o.ceiling && slices.Contains(o.systems, compare.Ours) && runErr == nil {
+		if ceilingErr != nil {
+			sum.Errors = append(sum.Errors, "ceiling: "+ceilingErr.Error())
+		}
+		experiments.AttachCeiling(sum, ceilingRows)
+	}
+	sum.Started = started.UTC()
+	return sum, network, runErr
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/compare/local"
 	"github.com/kafkarepro/kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/experiments/latency"
+	"github.com/kafkarepro/kafkarepro/experiments/replication"
 	"github.com/kafkarepro/kafkarepro/internal/stats"
 )
 
@@ -124,10 +126,10 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	if report, _ := os.ReadFile(filepath.Join(out, "REPORT.md")); !strings.Contains(string(report), "**consumer, in turns**") {
 		t.Errorf("REPORT.md does not list the consumer's rounds")
 	}
-	if l := sum.Latency; l == nil || len(l.Settings) != len(experiments.LatencySettings()) || l.Error != "" {
+	if l := sum.Latency; l == nil || len(l.Settings) != len(latency.Settings()) || l.Error != "" {
 		t.Errorf("latency experiment: %+v", l)
 	}
-	if r := sum.Replication; r == nil || len(r.Results) != len(experiments.ReplicationModes()) || r.Results[3].P99Ms <= 0 {
+	if r := sum.Replication; r == nil || len(r.Results) != len(replication.Modes()) || r.Results[3].P99Ms <= 0 {
 		t.Errorf("replication experiment: %+v", r)
 	}
 	if want := len(strings.Split(systems, ",")); len(sum.Systems) != want {

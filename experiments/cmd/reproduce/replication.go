@@ -10,28 +10,15 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/kafkarepro/kafkarepro/experiments"
+	"github.com/kafkarepro/kafkarepro/experiments/replication"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
-// runReplication runs figure 6's experiment (experiments/replication.go): ZooKeeper on the servers' host
-// (this machine, or the server host over a link; scripts/zookeeper.sh, as the tests run it) and, mode by mode, three broker processes started by the one
-// launcher (internal/kafkaproc) with CPU profiles. Errors are added to errs; what was measured is returned.
-func runReplication(ctx context.Context, host localsvc.Host, n, size int, stderr io.Writer, errs *[]string) *experiments.Replication {
-	fmt.Fprintf(stderr, "reproduce: replication experiment (figure 6), %d messages per mode\n", n)
-	r, err := replicationRun(ctx, host, n, size, stderr)
-	if r == nil {
-		r = &experiments.Replication{}
-	}
-	if err != nil {
-		r.Error = err.Error()
-		*errs = append(*errs, "replication: "+err.Error())
-	}
-	return r
-}
-
-func replicationRun(ctx context.Context, host localsvc.Host, n, size int, stderr io.Writer) (*experiments.Replication, error) {
+// runReplication runs figure 6's experiment (package replication): ZooKeeper on the servers' host
+// (this machine, or the server host over a link; scripts/zookeeper.sh, as the tests run it) and, mode by
+// mode, three broker processes started by the one launcher (internal/kafkaproc) with CPU profiles.
+func runReplication(ctx context.Context, host localsvc.Host, n, size int, stderr io.Writer) (*replication.Result, error) {
 	repo, err := localsvc.RepoDir()
 	if err != nil {
 		return nil, err
@@ -53,14 +40,14 @@ func replicationRun(ctx context.Context, host localsvc.Host, n, size int, stderr
 	if err != nil {
 		return nil, err
 	}
-	r, err := experiments.RunReplication(ctx, experiments.ReplicationConfig{Bin: bin, ZooKeeper: net.JoinHostPort(host.Address(), strconv.Itoa(port)), Host: host,
+	r, err := replication.Run(ctx, replication.Config{Bin: bin, ZooKeeper: net.JoinHostPort(host.Address(), strconv.Itoa(port)), Host: host,
 		Dir: filepath.Join(tmp, "brokers"), Messages: n, MessageSize: size, Profile: true,
 		Progress: func(s string) { fmt.Fprintln(stderr, "reproduce:", s) }})
 	return r, errors.Join(err, zkSrv.Stop())
 }
 
 // printReplication prints figure 6's modes, one line each.
-func printReplication(w io.Writer, r *experiments.Replication) {
+func printReplication(w io.Writer, r *replication.Result) {
 	for _, x := range r.Results {
 		if x.Error != "" {
 			fmt.Fprintf(w, "replication %-20s FAILED: %s\n", x.Mode.Name, x.Error)

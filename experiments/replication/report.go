@@ -1,14 +1,16 @@
-package experiments
+package replication
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
 )
 
-// replicationSection is REPORT.md's section on figure 6: the modes' table, the reference ratios beside
+// Section is REPORT.md's section on figure 6: the modes' table, the reference ratios beside
 // ours, what bounds each mode (measured: CPU and waiting per process, and the brokers' profiles), and the
 // speed targets.
-func replicationSection(r *Replication) string {
+func Section(r *Result) string {
 	var b strings.Builder
 	b.WriteString("## The price of replication (§6: `fig6_replication.png`)\n\n")
 	if r.Error != "" {
@@ -24,12 +26,12 @@ func replicationSection(r *Replication) string {
 		"(acks 1 and -1); the ratios, Kreps' and the speed targets compare it. The second rate runs until the leader exposes the "+
 		"last message (committed by every in-sync replica and flushed), which the last flush weighs on in a short run. "+
 		"Latency is one acknowledged batch, from its send until the producer had read its answer.\n\n",
-		commas(float64(r.Messages)), r.MessageSize, r.Batch, ReplicationInFlight, r.Cores, r.BrokerSettings)
+		figure.Commas(float64(r.Messages)), r.MessageSize, r.Batch, InFlight, r.Cores, r.BrokerSettings)
 	b.WriteString("| mode | producer msg/s | × 1 replica | msg/s until exposed | × | p50 ms | p99 ms | p99.9 ms | CPU µs/msg: producer, brokers 0 (leader), 1, 2 | cores busy | cores waiting | load |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.Results {
 		if x.Error != "" {
-			fmt.Fprintf(&b, "| %s | failed: %s |||||||||||\n", x.Mode.Name, oneLine(x.Error))
+			fmt.Fprintf(&b, "| %s | failed: %s |||||||||||\n", x.Mode.Name, figure.OneLine(x.Error))
 			continue
 		}
 		lat := "| – | – | –"
@@ -46,27 +48,27 @@ func replicationSection(r *Replication) string {
 			bz, wt := x.CoresBusy()
 			busy, waiting = fmt.Sprintf("%.2f", bz), fmt.Sprintf("%.2f", wt)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.2f | %s | %.2f %s | %s | %s | %s | %s |\n", x.Mode.Name, commas(x.Test.SendMsgPerS), x.Ratio,
-			commas(x.Test.MsgPerS), x.StoredRatio, lat, cpu, busy, waiting, x.Load)
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %s | %.2f %s | %s | %s | %s | %s |\n", x.Mode.Name, figure.Commas(x.Test.SendMsgPerS), x.Ratio,
+			figure.Commas(x.Test.MsgPerS), x.StoredRatio, lat, cpu, busy, waiting, x.Load)
 	}
 	b.WriteString("\n| 3 replicas, against 1 replica | acks=1 (asynchronous) | acks=-1 (synchronous) |\n|---|---|---|\n")
 	b.WriteString("| Kreps 2014: three machines, a producer with many requests in flight | 0.96× | 0.51× |\n")
 	ratio := func(name string) string {
-		if x, ok := r.Result(name); ok && x.Error == "" {
+		if x, ok := r.Mode(name); ok && x.Error == "" {
 			return fmt.Sprintf("%.2f×", x.Ratio)
 		}
 		return "–"
 	}
-	fmt.Fprintf(&b, "| this run: one machine of %d cores, %d batches in flight | %s | %s |\n", r.Cores, ReplicationInFlight, ratio("3 replicas, acks=1"), ratio("3 replicas, acks=-1"))
+	fmt.Fprintf(&b, "| this run: one machine of %d cores, %d batches in flight | %s | %s |\n", r.Cores, InFlight, ratio("3 replicas, acks=1"), ratio("3 replicas, acks=-1"))
 	fmt.Fprintf(&b, "| this run, one batch in flight (the §5 producer) | – | %s |\n\n", ratio("3 replicas, acks=-1, 1 in flight"))
 
 	b.WriteString("What bounds each mode, from the measurements above (schedstat: CPU time of each process, and the time its threads were ready to run but waited for a core):\n\n")
 	for _, x := range r.Results {
 		if x.Error == "" {
-			fmt.Fprintf(&b, "- %s\n", replicationBound(x, r.Cores, r.Batch))
+			fmt.Fprintf(&b, "- %s\n", bound(x, r.Cores, r.Batch))
 		}
 	}
-	if x, ok := r.Result("3 replicas, acks=-1"); ok && len(x.Profiles) > 0 {
+	if x, ok := r.Mode("3 replicas, acks=-1"); ok && len(x.Profiles) > 0 {
 		b.WriteString("\nThe leader's and a follower's CPU profile during the acks=-1 mode (`go tool pprof -top`; every mode's are in summary.json):\n\n")
 		for _, id := range []string{"0", "1"} {
 			if p := x.Profiles[id]; p != "" {
@@ -83,9 +85,9 @@ func replicationSection(r *Replication) string {
 	return b.String()
 }
 
-// replicationBound says in one sentence what the measurements show bounds a mode: the cores (busy
+// bound says in one sentence what the measurements show bounds a mode: the cores (busy
 // nearly all the time, threads waiting) or the round trips of the one batch in flight.
-func replicationBound(x ReplicationResult, cores, batch int) string {
+func bound(x ModeResult, cores, batch int) string {
 	s := x.Mode.Name + ": "
 	if !x.CPUMeasured {
 		return s + "not measured (no schedstat)"
@@ -116,23 +118,23 @@ func replicationBound(x ReplicationResult, cores, batch int) string {
 // windowBound is Little's law for an acknowledged mode: with w batches in flight and a mean latency L,
 // the producer cannot send faster than w × batch / L messages a second; measured near that, the window
 // and the latency of one commit bound the mode, not the cores.
-func windowBound(x ReplicationResult, batch int) string {
+func windowBound(x ModeResult, batch int) string {
 	if x.Mode.Acks == 0 || x.MeanMs <= 0 || x.Test.SendMsgPerS <= 0 {
 		return ""
 	}
 	w := max(x.Mode.InFlight, 1)
 	limit := float64(w*batch) / (x.MeanMs / 1000)
 	return fmt.Sprintf("; Little's law: %d in flight / %.2f ms mean latency = at most %s msg/s, sent %s (%.0f%% of it)",
-		w, x.MeanMs, commas(limit), commas(x.Test.SendMsgPerS), 100*x.Test.SendMsgPerS/limit)
+		w, x.MeanMs, figure.Commas(limit), figure.Commas(x.Test.SendMsgPerS), 100*x.Test.SendMsgPerS/limit)
 }
 
 // cpuBound is what the processes' CPU per message allows on the machine's cores if they were kept busy
 // all the time: the mode's rate cannot pass cores / (the CPU all processes spend on one message).
-func cpuBound(x ReplicationResult, cores int) string {
+func cpuBound(x ModeResult, cores int) string {
 	perMsg, limit := x.CPULimit(cores)
 	if limit <= 0 || x.Test.MsgPerS <= 0 {
 		return ""
 	}
 	return fmt.Sprintf("; all processes spent %.2f µs of CPU per message, so %d cores allow at most %s msg/s (%.0f%% reached)",
-		perMsg*1e6, cores, commas(limit), 100*x.Test.MsgPerS/limit)
+		perMsg*1e6, cores, figure.Commas(limit), 100*x.Test.MsgPerS/limit)
 }

@@ -1,4 +1,4 @@
-package experiments
+package replication
 
 import (
 	"context"
@@ -15,38 +15,22 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
-	"github.com/kafkarepro/kafkarepro/kafka/replication"
+	cluster "github.com/kafkarepro/kafkarepro/kafka/replication"
 	"github.com/kafkarepro/kafkarepro/kafka/schedstat"
 	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
-// The replication experiment, figure 6, "§6: the price of replication". The paper plans replication
-// to "support both asynchronous and synchronous replication models" (§6); Kafka 0.8 built it, and Kreps'
-// benchmark of 2014, on three machines, measured one producer on a topic of three replicas at 0.96× the
-// throughput of an unreplicated topic with asynchronous replication (the leader answers alone, acks=1)
-// and at 0.51× with synchronous replication (every in-sync replica has it, acks=-1).
-//
-// Here a cluster of three broker processes shares this machine (ZooKeeper, started by the caller, too):
-// one producer, the §5 one (messages of 200 bytes in the paper's format, batches of 50), sends the same
-// number of messages to a topic of one replica (the baseline) and to a topic of three replicas with acks 0,
-// 1 and -1; with acks 1 and -1 it keeps ReplicationInFlight batches in flight, as Kreps' producer had
-// many, and once more with acks=-1 and one, as the §5 producer sends. Each mode gets a fresh cluster under a ZooKeeper chroot of its
-// own, so that no mode inherits another's logs, fetchers or page cache. For each mode it records
-// throughput as figure 4 does (messages leaving the client per second, and the average until the leader
-// exposes the last message, that is until it is committed and flushed), the latency of every acknowledged
-// send in an HdrHistogram (p50, p99, p99.9), and what bounds the rate: the CPU time every process used and
-// the time its threads waited for a core (Linux schedstat), and the top of each broker's CPU profile
-// (server-start --cpuprofile, read with `go tool pprof -top`).
+// Batch is the producer's batch: the paper's 50 messages per request.
+const Batch = 50
 
-// ReplicationBatch is the producer's batch: the paper's 50 messages per request.
-const ReplicationBatch = 50
-
-// ReplicationInFlight is how many acknowledged batches the producer keeps in flight on its connection in
+// InFlight is how many acknowledged batches the producer keeps in flight on its connection in
 // the acks=1 and acks=-1 modes (max.in.flight.requests.per.connection; Kafka's later producer's default is 5
 // requests, each of up to max.request.size, 1 MiB): the leader appends the next batches while the first
 // waits for its followers, and one follower fetch carries them all. It is an experiment setting. With three
@@ -57,33 +41,33 @@ const ReplicationBatch = 50
 // an in-sync follower is never that far behind the acknowledged end; the broker queues as many acks=-1
 // answers per connection (kafka/broker/ackedanswers.go). The mode "3 replicas, acks=-1, 1 in flight" is the
 // §5 producer's one-at-a-time.
-const ReplicationInFlight = 64
+const InFlight = 64
 
 // Speed targets of the experiment, checked in the same run against the 1-replica mode.
 const (
 	TargetAcks0Ratio    = 0.8 // 3 replicas, acks=0
 	TargetAcksAllRatio  = 0.4 // 3 replicas, acks=-1
-	ReplicationBrokers  = 3
+	Brokers             = 3
 	replicationTopic    = "fig6"
 	replicationPartSize = message.HeaderSizeV0 // bytes of header per message on disk (§5's format)
 )
 
-// ReplicationMode is one line of figure 6.
-type ReplicationMode struct {
+// Mode is one line of figure 6.
+type Mode struct {
 	Name     string `json:"name"` // also the line's colour in the palette
 	Replicas int    `json:"replicas"`
 	Acks     int16  `json:"acks"`      // request.required.acks
 	InFlight int    `json:"in_flight"` // max.in.flight.requests.per.connection (0 or 1: one)
 }
 
-// ReplicationModes are figure 6's modes: one replica (the baseline, §5's fire-and-forget producer), and
-// three replicas with acks 0, 1 and -1 (ReplicationInFlight batches in flight), and acks=-1 with one.
-func ReplicationModes() []ReplicationMode {
-	return []ReplicationMode{
+// Modes are figure 6's modes: one replica (the baseline, §5's fire-and-forget producer), and
+// three replicas with acks 0, 1 and -1 (InFlight batches in flight), and acks=-1 with one.
+func Modes() []Mode {
+	return []Mode{
 		{Name: "1 replica", Replicas: 1, Acks: 0},
 		{Name: "3 replicas, acks=0", Replicas: 3, Acks: 0},
-		{Name: "3 replicas, acks=1", Replicas: 3, Acks: 1, InFlight: ReplicationInFlight},
-		{Name: "3 replicas, acks=-1", Replicas: 3, Acks: -1, InFlight: ReplicationInFlight},
+		{Name: "3 replicas, acks=1", Replicas: 3, Acks: 1, InFlight: InFlight},
+		{Name: "3 replicas, acks=-1", Replicas: 3, Acks: -1, InFlight: InFlight},
 		{Name: "3 replicas, acks=-1, 1 in flight", Replicas: 3, Acks: -1, InFlight: 1},
 	}
 }
@@ -95,11 +79,11 @@ type ProcessCPU struct {
 	WaitSeconds float64 `json:"wait_s"` // runnable, waiting for a core
 }
 
-// ReplicationResult is one mode's measurement.
-type ReplicationResult struct {
-	Mode ReplicationMode `json:"mode"`
+// ModeResult is one mode's measurement.
+type ModeResult struct {
+	Mode Mode `json:"mode"`
 	// Test is the producer test as figure 4 records it (System is the mode's name).
-	Test TestResult `json:"test"`
+	Test measure.Result `json:"test"`
 	// Ratio is the producer's rate (Test.SendMsgPerS: messages sent, and acknowledged where acks ask for
 	// it, per second) over the 1-replica mode's: the rate the speed targets and Kreps' figures are about.
 	// StoredRatio is the same of the rate until the leader exposed the last message (Test.MsgPerS), which
@@ -111,7 +95,7 @@ type ReplicationResult struct {
 	P99Ms  float64 `json:"p99_ms"`
 	P999Ms float64 `json:"p999_ms"`
 	MaxMs  float64 `json:"max_ms"`
-	MeanMs float64 `json:"mean_ms"` // for Little's law: in flight = rate × mean latency (report_replication.go)
+	MeanMs float64 `json:"mean_ms"` // for Little's law: in flight = rate × mean latency (report.go)
 	// CPU is each process's CPU during the mode; CPUMeasured is false where schedstat is missing.
 	CPU         []ProcessCPU `json:"cpu"`
 	CPUMeasured bool         `json:"cpu_measured"`
@@ -123,7 +107,7 @@ type ReplicationResult struct {
 
 // CoresBusy is the cores the processes kept busy on average (CPU time over wall time), and the cores'
 // worth of threads that were ready to run but waited.
-func (r ReplicationResult) CoresBusy() (busy, waiting float64) {
+func (r ModeResult) CoresBusy() (busy, waiting float64) {
 	if r.Test.Seconds <= 0 {
 		return 0, 0
 	}
@@ -134,38 +118,38 @@ func (r ReplicationResult) CoresBusy() (busy, waiting float64) {
 	return busy / r.Test.Seconds, waiting / r.Test.Seconds
 }
 
-// Replication is the whole experiment.
-type Replication struct {
-	Messages       int                 `json:"messages"`
-	MessageSize    int                 `json:"message_size"`
-	Batch          int                 `json:"batch"`
-	Cores          int                 `json:"cores"`
-	BrokerSettings string              `json:"broker_settings"`
-	Results        []ReplicationResult `json:"results"`
-	Error          string              `json:"error,omitempty"`
+// Result is the whole experiment.
+type Result struct {
+	Messages       int          `json:"messages"`
+	MessageSize    int          `json:"message_size"`
+	Batch          int          `json:"batch"`
+	Cores          int          `json:"cores"`
+	BrokerSettings string       `json:"broker_settings"`
+	Results        []ModeResult `json:"results"`
+	Error          string       `json:"error,omitempty"`
 }
 
-// Result returns the mode's result, if it ran.
-func (r *Replication) Result(name string) (ReplicationResult, bool) {
+// Mode returns the named mode's result, if it ran.
+func (r *Result) Mode(name string) (ModeResult, bool) {
 	for _, x := range r.Results {
 		if x.Mode.Name == name {
 			return x, true
 		}
 	}
-	return ReplicationResult{}, false
+	return ModeResult{}, false
 }
 
 // Checks compares the run with the speed targets: acks=0 on three replicas at least TargetAcks0Ratio of
 // one replica, acks=-1 at least TargetAcksAllRatio. ok is false when one is below (or did not run). Each
 // line also gives the most the mode's CPU per message allows against one replica (CPUCeilingRatio), so
 // that a target the machine's cores cannot reach reads as such.
-func (r *Replication) Checks() (lines []string, ok bool) {
+func (r *Result) Checks() (lines []string, ok bool) {
 	ok = true
 	for _, c := range []struct {
 		mode   string
 		target float64
 	}{{"3 replicas, acks=0", TargetAcks0Ratio}, {"3 replicas, acks=-1", TargetAcksAllRatio}} {
-		x, ran := r.Result(c.mode)
+		x, ran := r.Mode(c.mode)
 		var line string
 		switch {
 		case !ran || x.Error != "" || x.Ratio == 0:
@@ -189,7 +173,7 @@ func (r *Replication) Checks() (lines []string, ok bool) {
 // CPULimit is what the mode's processes spent on one message, CPU seconds over every process (perMsg), and
 // the rate the machine's cores allow at that cost if they were busy all the time (cores / perMsg, msg/s).
 // Both are zero where nothing was measured.
-func (x ReplicationResult) CPULimit(cores int) (perMsg, msgPerS float64) {
+func (x ModeResult) CPULimit(cores int) (perMsg, msgPerS float64) {
 	var run float64
 	for _, c := range x.CPU {
 		run += c.RunSeconds
@@ -204,8 +188,8 @@ func (x ReplicationResult) CPULimit(cores int) (perMsg, msgPerS float64) {
 // CPUCeilingRatio is the most a mode's rate could be against the 1-replica producer's if the machine's
 // cores were busy all the time with what the mode's processes spend on one message (CPULimit), over the
 // 1-replica mode's producer rate. Zero where the CPU was not measured.
-func (r *Replication) CPUCeilingRatio(x ReplicationResult) float64 {
-	base, ok := r.Result(ReplicationModes()[0].Name)
+func (r *Result) CPUCeilingRatio(x ModeResult) float64 {
+	base, ok := r.Mode(Modes()[0].Name)
 	_, limit := x.CPULimit(r.Cores)
 	if !ok || base.Test.SendMsgPerS <= 0 || !x.CPUMeasured || limit <= 0 {
 		return 0
@@ -213,8 +197,8 @@ func (r *Replication) CPUCeilingRatio(x ReplicationResult) float64 {
 	return limit / base.Test.SendMsgPerS
 }
 
-// ReplicationConfig is one run of the experiment.
-type ReplicationConfig struct {
+// Config is one run of the experiment.
+type Config struct {
 	Bin         string // the kafka command (kafkaproc.Build)
 	ZooKeeper   string // connect string of a running ZooKeeper, without chroot
 	Dir         string // a folder for the brokers (emptied mode by mode)
@@ -227,19 +211,19 @@ type ReplicationConfig struct {
 	Host localsvc.Host
 }
 
-// RunReplication runs every mode in turn. A mode that fails is recorded with its error and the others
+// Run runs every mode in turn. A mode that fails is recorded with its error and the others
 // still run; the error returned joins them.
-func RunReplication(ctx context.Context, cfg ReplicationConfig) (*Replication, error) {
+func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.MessageSize <= 0 {
 		cfg.MessageSize = 200
 	}
-	if cfg.Messages < ReplicationBatch {
-		cfg.Messages = ReplicationBatch
+	if cfg.Messages < Batch {
+		cfg.Messages = Batch
 	}
-	cfg.Messages -= cfg.Messages % ReplicationBatch
-	rep := &Replication{Messages: cfg.Messages, MessageSize: cfg.MessageSize, Batch: ReplicationBatch, Cores: runtime.NumCPU()}
+	cfg.Messages -= cfg.Messages % Batch
+	rep := &Result{Messages: cfg.Messages, MessageSize: cfg.MessageSize, Batch: Batch, Cores: runtime.NumCPU()}
 	var errs []error
-	for i, m := range ReplicationModes() {
+	for i, m := range Modes() {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -256,7 +240,7 @@ func RunReplication(ctx context.Context, cfg ReplicationConfig) (*Replication, e
 		}
 		rep.Results = append(rep.Results, r)
 	}
-	if base, ok := rep.Result(ReplicationModes()[0].Name); ok && base.Test.MsgPerS > 0 && base.Test.SendMsgPerS > 0 {
+	if base, ok := rep.Mode(Modes()[0].Name); ok && base.Test.MsgPerS > 0 && base.Test.SendMsgPerS > 0 {
 		for i := range rep.Results {
 			t := rep.Results[i].Test
 			rep.Results[i].Ratio = t.SendMsgPerS / base.Test.SendMsgPerS
@@ -289,9 +273,9 @@ func (c *replCluster) stop() error {
 	return errors.Join(errs...)
 }
 
-func startReplCluster(ctx context.Context, cfg ReplicationConfig, dir, connect string) (*replCluster, error) {
+func startReplCluster(ctx context.Context, cfg Config, dir, connect string) (*replCluster, error) {
 	c := &replCluster{}
-	for id := range ReplicationBrokers {
+	for id := range Brokers {
 		o := kafkaproc.Options{Bin: cfg.Bin, Dir: filepath.Join(dir, "broker-"+strconv.Itoa(id)), Host: cfg.Host,
 			Override: map[string]string{"brokerid": strconv.Itoa(id), "enable.zookeeper": "true", "zk.connect": connect}}
 		if cfg.Profile {
@@ -308,9 +292,9 @@ func startReplCluster(ctx context.Context, cfg ReplicationConfig, dir, connect s
 	return c, nil
 }
 
-func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMode) (r ReplicationResult, settings string, err error) {
+func runMode(ctx context.Context, cfg Config, i int, m Mode) (r ModeResult, settings string, err error) {
 	r.Mode = m
-	r.Test = TestResult{System: m.Name, Test: "producer", Batch: ReplicationBatch}
+	r.Test = measure.Result{System: m.Name, Test: "producer", Batch: Batch}
 	dir := filepath.Join(cfg.Dir, "mode-"+strconv.Itoa(i))
 	defer os.RemoveAll(dir)
 	connect := cfg.ZooKeeper + "/fig6-" + strconv.Itoa(i) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -332,19 +316,19 @@ func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMod
 	defer zc.Close()
 	replicas := []int32{0, 1, 2}[:m.Replicas]
 	if err := waitFor(ctx, 30*time.Second, "three live brokers", func() bool {
-		live, err := replication.LiveBrokers(zc)
-		return err == nil && len(live) == ReplicationBrokers
+		live, err := cluster.LiveBrokers(zc)
+		return err == nil && len(live) == Brokers
 	}); err != nil {
 		return r, settings, err
 	}
-	if err := replication.CreateTopic(zc, replicationTopic, replication.Assignment{replicas}); err != nil {
+	if err := cluster.CreateTopic(zc, replicationTopic, cluster.Assignment{replicas}); err != nil {
 		return r, settings, err
 	}
 	leader := c.procs[0]
 	sc := consumer.NewSimpleConsumer(leader.Addr(), 30*time.Second)
 	defer sc.Close()
 	if err := waitFor(ctx, 30*time.Second, "broker 0 leading with every replica in sync", func() bool {
-		s, err := replication.ReadState(zc, replicationTopic, 0)
+		s, err := cluster.ReadState(zc, replicationTopic, 0)
 		_, lerr := sc.LatestOffset(replicationTopic, 0) // a broker that does not lead yet answers "not leader"
 		return err == nil && s.Leader == 0 && len(s.ISR) == m.Replicas && lerr == nil
 	}); err != nil {
@@ -366,7 +350,7 @@ func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMod
 		return r, settings, err
 	}
 	defer p.Close()
-	batch := make([][]byte, ReplicationBatch)
+	batch := make([][]byte, Batch)
 	for k := range batch {
 		batch[k] = make([]byte, cfg.MessageSize)
 		for j := range batch[k] {
@@ -384,10 +368,10 @@ func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMod
 	}
 	before, okBefore := readCPU(pids)
 	var sent atomic.Int64
-	smp := newSampler(&sent, cfg.MessageSize, int64(cfg.Messages), 250*time.Millisecond, nil)
+	smp := measure.NewSampler(&sent, cfg.MessageSize, int64(cfg.Messages), 250*time.Millisecond, nil)
 	start := time.Now()
 	smp.Start()
-	for n := 0; n < cfg.Messages; n += ReplicationBatch {
+	for n := 0; n < cfg.Messages; n += Batch {
 		if err := ctx.Err(); err != nil {
 			smp.Stop()
 			return r, settings, err
@@ -403,7 +387,7 @@ func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMod
 			}
 			started = append(started[:0], started[1:]...)
 		}
-		sent.Add(ReplicationBatch)
+		sent.Add(Batch)
 	}
 	if err := p.Flush(); err != nil {
 		smp.Stop()
@@ -414,7 +398,7 @@ func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMod
 			_ = hist.RecordValue(max(time.Since(t0).Microseconds(), 1))
 		}
 	}
-	end := int64(cfg.Messages+ReplicationBatch) * int64(cfg.MessageSize+replicationPartSize) // the warm-up's batch too
+	end := int64(cfg.Messages+Batch) * int64(cfg.MessageSize+replicationPartSize) // the warm-up's batch too
 	werr := waitFor(ctx, 10*time.Minute, "the leader exposing every message", func() bool {
 		e, err := sc.LatestOffset(replicationTopic, 0)
 		return err == nil && e >= end
@@ -425,7 +409,7 @@ func runMode(ctx context.Context, cfg ReplicationConfig, i int, m ReplicationMod
 	if werr != nil {
 		return r, settings, werr
 	}
-	r.Load = ReadMachineLoad().String()
+	r.Load = machine.ReadLoad().String()
 	r.Test.Seconds, r.Test.Msgs, r.Test.Series = wall.Seconds(), int64(cfg.Messages), series
 	r.Test.MBSent = float64(cfg.Messages) * float64(cfg.MessageSize) / 1e6
 	r.Test.MsgPerS = float64(cfg.Messages) / wall.Seconds()
@@ -475,7 +459,7 @@ func warmUp(brokerList string, size int) error {
 		return err
 	}
 	defer p.Close()
-	batch := make([][]byte, ReplicationBatch)
+	batch := make([][]byte, Batch)
 	for k := range batch {
 		batch[k] = make([]byte, size)
 	}

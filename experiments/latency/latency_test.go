@@ -1,4 +1,4 @@
-package experiments
+package latency
 
 import (
 	"context"
@@ -19,13 +19,13 @@ func TestLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three brokers for a second each")
 	}
-	var fast []LatencySetting
-	for _, s := range LatencySettings() {
+	var fast []Setting
+	for _, s := range Settings() {
 		if s.period(2000) <= 100*time.Millisecond {
 			fast = append(fast, s)
 		}
 	}
-	l, err := RunLatency(context.Background(), LatencyConfig{Rate: 2000, Duration: time.Second, Unpaced: 2000, Size: 200,
+	l, err := Run(context.Background(), Config{Rate: 2000, Duration: time.Second, Unpaced: 2000, Size: 200,
 		Start: func(ctx context.Context, props map[string]string) (string, string, func() error, error) {
 			b := brokertest.Start(t, 0, brokertest.Options{Props: props})
 			return b.HostPort(), "brokertest with " + props["log.flush.interval"] + "/" + props["log.default.flush.interval.ms"], func() error { return nil }, nil
@@ -37,7 +37,7 @@ func TestLatency(t *testing.T) {
 	if len(l.Settings) != 3 || len(fast) != 3 {
 		t.Fatalf("%d settings measured, want 3 (flushes every 1 and 100 messages, every 100 ms)", len(l.Settings))
 	}
-	by := map[string]LatencyResult{}
+	by := map[string]SettingResult{}
 	for _, r := range l.Settings {
 		if r.Messages < 2001 || r.Seconds < 5*r.Setting.period(2000).Seconds() || r.UnpacedHeldMsgPerS <= 0 || r.P50Ms <= 0 || r.MaxMs < r.P999Ms || r.P999Ms < r.P99Ms || r.P99Ms < r.P50Ms || r.UnpacedMsgPerS <= 0 {
 			t.Errorf("%s: %+v", r.Setting.Name, r)
@@ -51,13 +51,13 @@ func TestLatency(t *testing.T) {
 	}
 	dir := t.TempDir()
 	png := filepath.Join(dir, "fig7.png")
-	if err := PlotLatency(png, l); err != nil {
+	if err := Plot(png, l); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(png); err != nil || st.Size() < 10_000 {
 		t.Fatalf("figure 7: %v %v", st, err)
 	}
-	if s := latencySection(l); len(s) < 500 {
+	if s := Section(l); len(s) < 500 {
 		t.Fatalf("REPORT section: %q", s)
 	}
 }

@@ -1,4 +1,4 @@
-package experiments
+package measure
 
 import (
 	"sync/atomic"
@@ -14,14 +14,14 @@ type Point struct {
 	MsgPerS float64 `json:"msg_per_s"`
 }
 
-// sampler turns an atomic message counter into a throughput series
+// Sampler turns an atomic message counter into a throughput series
 // (the x and y of the paper's figures 4 and 5). It looks at the counter
 // every few milliseconds and records a point every interval (~250 ms), or
 // after a fifth of that once another 2% of the test's messages went through, so that a
 // short, fast test still draws a line. It also notes when the counter
 // first reached the total: for a producer, when the last message left the
 // client.
-type sampler struct {
+type Sampler struct {
 	counter  *atomic.Int64
 	size     int   // payload bytes per message
 	total    int64 // messages in the test
@@ -38,17 +38,20 @@ type sampler struct {
 	lastT  time.Time
 }
 
-func newSampler(counter *atomic.Int64, size int, total int64, interval time.Duration, onSample func(int64, float64)) *sampler {
+// NewSampler returns a sampler of counter for a test of total messages of
+// size payload bytes, a point every interval (250 ms when 0); onSample, when
+// not nil, is called with each point for a progress display.
+func NewSampler(counter *atomic.Int64, size int, total int64, interval time.Duration, onSample func(int64, float64)) *Sampler {
 	if interval <= 0 {
 		interval = 250 * time.Millisecond
 	}
-	return &sampler{counter: counter, size: size, total: total, interval: interval,
+	return &Sampler{counter: counter, size: size, total: total, interval: interval,
 		poll: min(interval, 2*time.Millisecond), onSample: onSample,
 		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Start begins sampling in its own goroutine.
-func (s *sampler) Start() {
+func (s *Sampler) Start() {
 	s.start = time.Now()
 	s.lastT = s.start
 	s.last = s.counter.Load()
@@ -77,7 +80,7 @@ func (s *sampler) Start() {
 
 // sample appends one point: the messages counted since the previous sample
 // divided by the time since it.
-func (s *sampler) sample(now time.Time) {
+func (s *Sampler) sample(now time.Time) {
 	n := s.counter.Load()
 	dt := now.Sub(s.lastT).Seconds()
 	if dt <= 0 {
@@ -97,7 +100,7 @@ func (s *sampler) sample(now time.Time) {
 
 // Stop ends sampling, takes a last sample for the tail of the test, and
 // returns the series and when the counter reached the total (0: never).
-func (s *sampler) Stop() ([]Point, time.Duration) {
+func (s *Sampler) Stop() ([]Point, time.Duration) {
 	close(s.stop)
 	<-s.done
 	now := time.Now()

@@ -1,4 +1,4 @@
-package experiments
+package replication
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kafkarepro/kafkarepro/experiments/measure"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
@@ -15,11 +16,11 @@ import (
 // The speed targets are checked against the 1-replica mode of the same run, and a mode that did not run
 // fails its check.
 func TestReplicationChecks(t *testing.T) {
-	r := &Replication{Results: []ReplicationResult{
-		{Mode: ReplicationModes()[0], Ratio: 1},
-		{Mode: ReplicationModes()[1], Ratio: 0.85},
-		{Mode: ReplicationModes()[2], Ratio: 0.5},
-		{Mode: ReplicationModes()[3], Ratio: 0.39},
+	r := &Result{Results: []ModeResult{
+		{Mode: Modes()[0], Ratio: 1},
+		{Mode: Modes()[1], Ratio: 0.85},
+		{Mode: Modes()[2], Ratio: 0.5},
+		{Mode: Modes()[3], Ratio: 0.39},
 	}}
 	lines, ok := r.Checks()
 	if ok || len(lines) != 2 || !strings.Contains(lines[0], "ok") || !strings.Contains(lines[1], "BELOW the target 0.40") {
@@ -39,10 +40,10 @@ func TestReplicationChecks(t *testing.T) {
 // processes spent 0.5 + 0.4 + 0.3 + 0.3 = 1.5 s on 1,000,000 messages, 1.5 µs each, so 2 cores allow at
 // most 2 / 1.5 µs = 1,333,333 msg/s, 0.67× of one replica: below the 0.8 target whatever the scheduling.
 func TestReplicationChecksGiveTheCPUCeiling(t *testing.T) {
-	base := ReplicationResult{Mode: ReplicationModes()[0], Ratio: 1, Test: TestResult{SendMsgPerS: 2_000_000}}
-	acks0 := ReplicationResult{Mode: ReplicationModes()[1], Ratio: 0.55, CPUMeasured: true, Test: TestResult{Msgs: 1_000_000},
+	base := ModeResult{Mode: Modes()[0], Ratio: 1, Test: measure.Result{SendMsgPerS: 2_000_000}}
+	acks0 := ModeResult{Mode: Modes()[1], Ratio: 0.55, CPUMeasured: true, Test: measure.Result{Msgs: 1_000_000},
 		CPU: []ProcessCPU{{RunSeconds: 0.5}, {RunSeconds: 0.4}, {RunSeconds: 0.3}, {RunSeconds: 0.3}}}
-	r := &Replication{Cores: 2, Results: []ReplicationResult{base, acks0}}
+	r := &Result{Cores: 2, Results: []ModeResult{base, acks0}}
 	if got := r.CPUCeilingRatio(acks0); got < 0.6666 || got > 0.6667 {
 		t.Errorf("CPUCeilingRatio = %v, want 0.6667", got)
 	}
@@ -62,19 +63,19 @@ func TestReplicationChecksGiveTheCPUCeiling(t *testing.T) {
 // is 50% of it. CPU: 0.5 + 0.3 + 0.1 + 0.1 = 1.0 s for 1,000,000 messages is 1.00 µs per message, so two cores
 // allow at most 2,000,000 msg/s, and 1,000,000 is 50% of it. acks=0 has no latency, so no window bound.
 func TestReplicationBounds(t *testing.T) {
-	x := ReplicationResult{Mode: ReplicationModes()[3], MeanMs: 1, CPUMeasured: true,
-		Test: TestResult{Msgs: 1_000_000, Seconds: 2.5, MsgPerS: 1_000_000, SendMsgPerS: 400_000},
+	x := ModeResult{Mode: Modes()[3], MeanMs: 1, CPUMeasured: true,
+		Test: measure.Result{Msgs: 1_000_000, Seconds: 2.5, MsgPerS: 1_000_000, SendMsgPerS: 400_000},
 		CPU:  []ProcessCPU{{Name: "producer", RunSeconds: 0.5}, {Name: "broker 0", RunSeconds: 0.3}, {Name: "broker 1", RunSeconds: 0.1}, {Name: "broker 2", RunSeconds: 0.1}}}
-	x.Mode.InFlight = 16 // the arithmetic below; ReplicationInFlight may differ
-	s := replicationBound(x, 2, 50)
+	x.Mode.InFlight = 16 // the arithmetic below; InFlight may differ
+	s := bound(x, 2, 50)
 	for _, want := range []string{"16 in flight / 1.00 ms mean latency = at most 800,000 msg/s, sent 400,000 (50% of it)",
 		"1.00 µs of CPU per message, so 2 cores allow at most 2,000,000 msg/s (50% reached)"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("bound %q lacks %q", s, want)
 		}
 	}
-	x.Mode = ReplicationModes()[1] // acks=0
-	if s := replicationBound(x, 2, 50); strings.Contains(s, "Little") || !strings.Contains(s, "2,000,000 msg/s") {
+	x.Mode = Modes()[1] // acks=0
+	if s := bound(x, 2, 50); strings.Contains(s, "Little") || !strings.Contains(s, "2,000,000 msg/s") {
 		t.Errorf("acks=0 bound %q: want the CPU bound and no window bound", s)
 	}
 }
@@ -92,12 +93,12 @@ func TestIntegration_RunReplication(t *testing.T) {
 	if err := kafkaproc.Build(context.Background(), repo, bin); err != nil {
 		t.Fatal(err)
 	}
-	r, err := RunReplication(context.Background(), ReplicationConfig{Bin: bin, ZooKeeper: connect, Dir: t.TempDir(),
+	r, err := Run(context.Background(), Config{Bin: bin, ZooKeeper: connect, Dir: t.TempDir(),
 		Messages: 5000, Profile: true, Progress: func(s string) { t.Log(s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Results) != len(ReplicationModes()) {
+	if len(r.Results) != len(Modes()) {
 		t.Fatalf("%d modes", len(r.Results))
 	}
 	for _, x := range r.Results {
@@ -118,13 +119,13 @@ func TestIntegration_RunReplication(t *testing.T) {
 		t.Errorf("the 1-replica mode is the baseline: ratios %.2f, %.2f", base.Ratio, base.StoredRatio)
 	}
 	dir := t.TempDir()
-	if err := PlotReplication(filepath.Join(dir, "fig6_replication.png"), r); err != nil {
+	if err := Plot(filepath.Join(dir, "fig6_replication.png"), r); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(filepath.Join(dir, "fig6_replication.png")); err != nil || st.Size() < 1000 {
 		t.Fatalf("figure: %v", err)
 	}
-	sec := replicationSection(r)
+	sec := Section(r)
 	t.Logf("\n%s", sec)
 	for _, want := range []string{"| 3 replicas, acks=-1 |", "Kreps 2014", "0.96×", "0.51×", "cores busy", "Speed targets", "broker 0:"} {
 		if !strings.Contains(sec, want) {

@@ -1,4 +1,4 @@
-package experiments
+package machine
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
 )
 
 // Machine describes where a run took place, to set beside the paper's two
@@ -30,9 +32,9 @@ type Machine struct {
 	Network   string  `json:"network"`
 }
 
-// DescribeMachine gathers the machine description; dataDir is where the
+// Describe gathers the machine description; dataDir is where the
 // servers keep their data. Missing pieces are left empty, never fatal.
-func DescribeMachine(dataDir string) Machine {
+func Describe(dataDir string) Machine {
 	m := Machine{
 		Cores:     runtime.NumCPU(),
 		GoVersion: runtime.Version(),
@@ -95,21 +97,21 @@ func command(name string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// MachineLoad is what else the machine was doing at one moment: the 1, 5 and
+// Load is what else the machine was doing at one moment: the 1, 5 and
 // 15-minute load averages (/proc/loadavg) and the size of the page cache
 // (Cached in /proc/meminfo). A wall-clock figure means little without them
 // on a shared machine, and a virtual machine's writes may slow down as its
 // page cache grows (docs/PERFORMANCE.md, "The machine").
-type MachineLoad struct {
+type Load struct {
 	Avg1        float64 `json:"load1"`
 	Avg5        float64 `json:"load5"`
 	Avg15       float64 `json:"load15"`
 	PageCacheMB int64   `json:"page_cache_mb"`
 }
 
-// ReadMachineLoad reads the load now; a missing file leaves its fields zero.
-func ReadMachineLoad() MachineLoad {
-	var l MachineLoad
+// ReadLoad reads the load now; a missing file leaves its fields zero.
+func ReadLoad() Load {
+	var l Load
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		f := strings.Fields(string(b))
 		if len(f) >= 3 {
@@ -126,8 +128,8 @@ func ReadMachineLoad() MachineLoad {
 }
 
 // String is "load average: 1.20, 0.90, 0.70, page cache 1,696 MB".
-func (l MachineLoad) String() string {
-	return fmt.Sprintf("load average: %.2f, %.2f, %.2f, page cache %s MB", l.Avg1, l.Avg5, l.Avg15, commas(float64(l.PageCacheMB)))
+func (l Load) String() string {
+	return fmt.Sprintf("load average: %.2f, %.2f, %.2f, page cache %s MB", l.Avg1, l.Avg5, l.Avg15, figure.Commas(float64(l.PageCacheMB)))
 }
 
 // DropPageCache writes back dirty pages and drops the machine's clean page

@@ -1,4 +1,4 @@
-package experiments
+package latency
 
 import (
 	"context"
@@ -12,30 +12,15 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
-// The latency experiment, figure 7, "§3.1: the flush trade-off". The paper
-// says consumers see messages within seconds, and §3.1 exposes a message
-// to consumers only once the broker has flushed it, after
-// log.flush.interval messages or log.default.flush.interval.ms
-// milliseconds. For each flush setting a broker of its own takes a
-// producer sending one message per request at a fixed rate, each message
-// stamped with its send time, while a consumer reads the same partition;
-// the delay from send to the consumer's receipt (CRC checked) goes into an
-// HdrHistogram, from which p50, p99, p99.9 and the maximum are read.
-// Beside each setting: the rate the paced producer achieved, and the rate
-// of an unpaced batch-1 producer against the same broker, the throughput
-// that setting leaves (flushing more often costs more fsyncs).
-//
-// The consumer polls with a 1 ms backoff when it has caught up (0.7's
-// fetcher backs off up to 1 s, which would hide the flush policy), so the
-// delay is the flush policy's plus a millisecond or so.
-
-// LatencySetting is one flush policy of the experiment.
-type LatencySetting struct {
+// Setting is one flush policy of the experiment.
+type Setting struct {
 	Name string `json:"name"` // "log.flush.interval=500"
 	// FlushInterval and FlushIntervalMs are the broker's
 	// log.flush.interval and log.default.flush.interval.ms.
@@ -47,38 +32,38 @@ type LatencySetting struct {
 // large that only the timer flushes.
 const NoCountFlush = 1_000_000_000
 
-// LatencySettings are the settings of figure 7: flushes every 1, 100, 500
+// Settings are the settings of figure 7: flushes every 1, 100, 500
 // (kafka/config/server.properties' default) and 10,000 messages with its
 // 3,000 ms timer, and by the timer alone every 100 and 3,000 ms.
-func LatencySettings() []LatencySetting {
-	var s []LatencySetting
+func Settings() []Setting {
+	var s []Setting
 	for _, n := range []int{1, 100, 500, 10_000} {
-		s = append(s, LatencySetting{Name: fmt.Sprintf("log.flush.interval=%d", n), FlushInterval: n, FlushIntervalMs: 3000})
+		s = append(s, Setting{Name: fmt.Sprintf("log.flush.interval=%d", n), FlushInterval: n, FlushIntervalMs: 3000})
 	}
 	for _, ms := range []int{100, 3000} {
-		s = append(s, LatencySetting{Name: fmt.Sprintf("log.default.flush.interval.ms=%d", ms), FlushInterval: NoCountFlush, FlushIntervalMs: ms})
+		s = append(s, Setting{Name: fmt.Sprintf("log.default.flush.interval.ms=%d", ms), FlushInterval: NoCountFlush, FlushIntervalMs: ms})
 	}
 	return s
 }
 
 // period is how often s flushes at rate messages per second: after
 // FlushInterval messages or FlushIntervalMs, whichever comes first.
-func (s LatencySetting) period(rate int) time.Duration {
+func (s Setting) period(rate int) time.Duration {
 	byCount := time.Duration(float64(s.FlushInterval) / float64(rate) * float64(time.Second))
 	return min(byCount, time.Duration(s.FlushIntervalMs)*time.Millisecond)
 }
 
 // Properties are the broker settings of s (over the launcher's shipped ones).
-func (s LatencySetting) Properties() map[string]string {
+func (s Setting) Properties() map[string]string {
 	return map[string]string{"log.flush.interval": strconv.Itoa(s.FlushInterval),
 		"log.default.flush.interval.ms": strconv.Itoa(s.FlushIntervalMs)}
 }
 
-// LatencyResult is one setting's measurement.
-type LatencyResult struct {
-	Setting  LatencySetting `json:"setting"`
-	Messages int64          `json:"messages"`
-	Seconds  float64        `json:"seconds"` // the paced phase
+// SettingResult is one setting's measurement.
+type SettingResult struct {
+	Setting  Setting `json:"setting"`
+	Messages int64   `json:"messages"`
+	Seconds  float64 `json:"seconds"` // the paced phase
 	// Percentiles of send → receipt, in milliseconds.
 	P50Ms  float64 `json:"p50_ms"`
 	P99Ms  float64 `json:"p99_ms"`
@@ -97,18 +82,18 @@ type LatencyResult struct {
 	Error              string  `json:"error,omitempty"`
 }
 
-// Latency is the whole experiment.
-type Latency struct {
+// Result is the whole experiment.
+type Result struct {
 	Rate     int             `json:"rate"`                // paced producer's messages per second
-	Seconds  float64         `json:"seconds_per_setting"` // at least; see LatencyResult.Seconds
+	Seconds  float64         `json:"seconds_per_setting"` // at least; see SettingResult.Seconds
 	Unpaced  int             `json:"unpaced_messages"`
 	Size     int             `json:"message_size"`
-	Settings []LatencyResult `json:"settings"`
+	Settings []SettingResult `json:"settings"`
 	Error    string          `json:"error,omitempty"`
 }
 
-// LatencyConfig sets the experiment up.
-type LatencyConfig struct {
+// Config sets the experiment up.
+type Config struct {
 	Rate     int           // paced producer's messages per second
 	Duration time.Duration // paced phase per setting
 	Unpaced  int           // messages of the unpaced producer per setting
@@ -117,25 +102,25 @@ type LatencyConfig struct {
 	// returns its address, a description of its settings and how to stop it.
 	Start    func(ctx context.Context, props map[string]string) (addr, settings string, stop func() error, err error)
 	Progress func(string)
-	// Settings are the flush settings to measure (default LatencySettings()).
-	Settings []LatencySetting
+	// Settings are the flush settings to measure (default Settings()).
+	Settings []Setting
 }
 
-// RunLatency measures every setting of LatencySettings.
-func RunLatency(ctx context.Context, cfg LatencyConfig) (*Latency, error) {
+// Run measures every setting of Settings.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Size < 8 || cfg.Rate <= 0 || cfg.Duration <= 0 || cfg.Start == nil {
 		return nil, fmt.Errorf("experiments: latency: need a rate, a duration, a size of at least 8 bytes and a Start (got %+v)", cfg)
 	}
 	if cfg.Progress == nil {
 		cfg.Progress = func(string) {}
 	}
-	l := &Latency{Rate: cfg.Rate, Seconds: cfg.Duration.Seconds(), Unpaced: cfg.Unpaced, Size: cfg.Size}
+	l := &Result{Rate: cfg.Rate, Seconds: cfg.Duration.Seconds(), Unpaced: cfg.Unpaced, Size: cfg.Size}
 	var errs []error
 	if cfg.Settings == nil {
-		cfg.Settings = LatencySettings()
+		cfg.Settings = Settings()
 	}
 	for _, s := range cfg.Settings {
-		r, err := runLatencySetting(ctx, cfg, s)
+		r, err := runSetting(ctx, cfg, s)
 		if err != nil {
 			r.Error = err.Error()
 			errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
@@ -154,8 +139,8 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (*Latency, error) {
 	return l, err
 }
 
-func runLatencySetting(ctx context.Context, cfg LatencyConfig, s LatencySetting) (LatencyResult, error) {
-	r := LatencyResult{Setting: s, Load: ReadMachineLoad().String()}
+func runSetting(ctx context.Context, cfg Config, s Setting) (SettingResult, error) {
+	r := SettingResult{Setting: s, Load: machine.ReadLoad().String()}
 	// At least five flush periods, so that the delays spread over whole
 	// periods (a run shorter than the 3 s timer would see one flush).
 	cfg.Duration = max(cfg.Duration, 5*s.period(cfg.Rate))
@@ -165,7 +150,7 @@ func runLatencySetting(ctx context.Context, cfg LatencyConfig, s LatencySetting)
 		return r, err
 	}
 	r.BrokerSettings = settings
-	err = measureLatency(ctx, cfg, addr, &r)
+	err = measure(ctx, cfg, addr, &r)
 	if err == nil && cfg.Unpaced > 0 {
 		r.UnpacedMsgPerS, r.UnpacedHeldMsgPerS, err = unpacedRate(ctx, addr, cfg.Unpaced, cfg.Size)
 	}
@@ -178,12 +163,12 @@ const (
 	unpacedTopic = "latency-unpaced"
 )
 
-// measureLatency runs the paced producer and the consumer together. The
+// measure runs the paced producer and the consumer together. The
 // consumer records the first Duration × Rate messages (and the one that
 // created the partition); the producer keeps its pace until the consumer
 // has them all, so that the last ones are flushed as in the steady state
 // instead of waiting for the timer at the end of the run.
-func measureLatency(ctx context.Context, cfg LatencyConfig, addr string, r *LatencyResult) error {
+func measure(ctx context.Context, cfg Config, addr string, r *SettingResult) error {
 	p, err := newLatencyProducer(addr)
 	if err != nil {
 		return err
@@ -304,19 +289,19 @@ func unpacedRate(ctx context.Context, addr string, n, size int) (send, held floa
 	}
 }
 
-// latencySection is REPORT.md's table of figure 7.
-func latencySection(l *Latency) string {
+// Section is REPORT.md's table of figure 7.
+func Section(l *Result) string {
 	if l == nil {
 		return ""
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## §3.1: the flush trade-off (figure 7)\n\n")
 	fmt.Fprintf(&b, "A message is visible to consumers only once the broker has flushed it (§3.1). One producer sends %s messages/s of %d bytes, one per request, each stamped with its send time, for %.0f s per setting (at least five flush periods); one consumer reads the same partition (1 ms backoff when caught up) and records send → receipt in an HdrHistogram. A broker of its own per setting; \"unpaced\" is a batch-1 producer of %s messages as fast as it can: its send rate, and its rate until the broker holds them all. Figure: `fig7_latency.png`.\n\n",
-		commas(float64(l.Rate)), l.Size, l.Seconds, commas(float64(l.Unpaced)))
+		figure.Commas(float64(l.Rate)), l.Size, l.Seconds, figure.Commas(float64(l.Unpaced)))
 	b.WriteString("| setting | seconds | messages | p50 ms | p99 ms | p99.9 ms | max ms | paced producer msg/s | unpaced batch-1 sends msg/s | unpaced until held msg/s | load at start | error |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range l.Settings {
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s |\n", r.Setting.Name, r.Seconds, commas(float64(r.Messages)),
-			r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs, commas(r.PacedMsgPerS), commas(r.UnpacedMsgPerS), commas(r.UnpacedHeldMsgPerS), r.Load, oneLine(r.Error))
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s |\n", r.Setting.Name, r.Seconds, figure.Commas(float64(r.Messages)),
+			r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs, figure.Commas(r.PacedMsgPerS), figure.Commas(r.UnpacedMsgPerS), figure.Commas(r.UnpacedHeldMsgPerS), r.Load, figure.OneLine(r.Error))
 	}
 	b.WriteString("\nThe paper (§3.1): consumers see a message only after the flush; with a count of N, a message waits for the N−1 after it (at this rate, N/rate seconds) or for the timer, whichever comes first. With a count of 1 a flush is due at every append, but the broker's fsync runs on its flusher and covers every message appended while the last one ran (kafka/log: the flush points are 0.7's, the fsyncs are grouped), so an unpaced producer is not held to one fsync per message: the unpaced columns show what each setting costs it here.\n")
 	return b.String()

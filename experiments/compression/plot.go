@@ -1,4 +1,4 @@
-package experiments
+package compression
 
 import (
 	"fmt"
@@ -10,6 +10,9 @@ import (
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
 )
 
 // codecColors: no codec in Kafka's colour of every other figure, the codecs
@@ -17,18 +20,18 @@ import (
 func codecColor(codec string) color.RGBA {
 	switch codec {
 	case "gzip":
-		return otherColors[0]
+		return figure.OtherColors[0]
 	case "snappy":
-		return otherColors[1]
+		return figure.OtherColors[1]
 	}
-	return SystemColor(Ours)
+	return figure.SystemColor(compare.Ours)
 }
 
-// PlotCompression draws the compression experiment: for each measure
+// Plot draws the compression experiment: for each measure
 // (bytes on disk per message, producer and consumer msg/s, CPU per message
 // of each side), one mark per codec, as a ratio to no compression on a
 // log scale, with the measured value written beside it.
-func PlotCompression(path string, c *Compression) error {
+func Plot(path string, c *Result) error {
 	if c == nil || len(c.Codecs) == 0 || c.Codecs[0].Codec != "none" {
 		return nil
 	}
@@ -40,8 +43,8 @@ func PlotCompression(path string, c *Compression) error {
 	us := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " µs" }
 	measures := []measure{
 		{"disk bytes\nper message", func(r CodecResult) float64 { return r.BytesPerMessage }, func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + " B" }},
-		{"producer\nmsg/s", func(r CodecResult) float64 { return r.ProducerMsgPerS }, func(v float64) string { return commas(v) }},
-		{"consumer\nmsg/s", func(r CodecResult) float64 { return r.ConsumerMsgPerS }, func(v float64) string { return commas(v) }},
+		{"producer\nmsg/s", func(r CodecResult) float64 { return r.ProducerMsgPerS }, func(v float64) string { return figure.Commas(v) }},
+		{"consumer\nmsg/s", func(r CodecResult) float64 { return r.ConsumerMsgPerS }, func(v float64) string { return figure.Commas(v) }},
 	}
 	if c.Codecs[0].CPUMeasured {
 		measures = append(measures,
@@ -50,11 +53,11 @@ func PlotCompression(path string, c *Compression) error {
 			measure{"consumer\nCPU/msg", func(r CodecResult) float64 { return r.ConsumerCPUus }, us},
 			measure{"broker CPU/msg\n(consuming)", func(r CodecResult) float64 { return r.BrokerCPUConsumeUs }, us})
 	}
-	p := newFigurePlot(fmt.Sprintf("Compression: %s log lines of %.0f bytes on average, batches of %d", commas(float64(c.Messages)), c.AvgPayload, c.Batch), "")
+	p := figure.NewPlot(fmt.Sprintf("Compression: %s log lines of %.0f bytes on average, batches of %d", figure.Commas(float64(c.Messages)), c.AvgPayload, c.Batch), "")
 	p.Add(plotter.NewGrid())
 	p.Y.Scale = plot.LogScale{}
-	leg := newSideLegend()
-	valueStyle := fontSize(p.Y.Tick.Label, 8)
+	leg := figure.NewSideLegend()
+	valueStyle := figure.FontSize(p.Y.Tick.Label, 8)
 	valueStyle.XAlign, valueStyle.YAlign = text.XLeft, text.YCenter
 	one, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 1}, {X: float64(len(measures)) - 0.5, Y: 1}})
 	if err != nil {
@@ -81,10 +84,10 @@ func PlotCompression(path string, c *Compression) error {
 		if err != nil {
 			return fmt.Errorf("experiments: plot %s: %w", path, err)
 		}
-		sc.GlyphStyle = glyphStyle(codecColor(r.Codec), shapes[ci%len(shapes)])
+		sc.GlyphStyle = figure.GlyphStyle(codecColor(r.Codec), shapes[ci%len(shapes)])
 		p.Add(sc)
 		leg.Add(r.Codec, sc)
-		if err := addLabels(p, pts, labels, valueStyle, vg.Point{X: vg.Points(6)}); err != nil {
+		if err := figure.AddLabels(p, pts, labels, valueStyle, vg.Point{X: vg.Points(6)}); err != nil {
 			return fmt.Errorf("experiments: plot %s: %w", path, err)
 		}
 	}
@@ -101,14 +104,14 @@ func PlotCompression(path string, c *Compression) error {
 		"consumer: fetches of 300 KB from the page cache, every CRC checked, every wrapper unpacked. "+
 		"CPU: schedstat run time of the client process and of the broker process during each test, per message. Corpus: seed %d.",
 		c.Batch, c.Seed)
-	return figure{plot: p, yLabel: "relative to no compression", legend: leg, caption: caption}.save(path)
+	return figure.Figure{Plot: p, YLabel: "relative to no compression", Legend: leg, Caption: caption}.Save(path)
 }
 
-// ratioTicks are logTicks labelled as ratios: 0.1×, 0.2×, 0.5×, 1×, 2×, ...
+// ratioTicks are figure.LogTicks labelled as ratios: 0.1×, 0.2×, 0.5×, 1×, 2×, ...
 type ratioTicks struct{}
 
 func (ratioTicks) Ticks(min, max float64) []plot.Tick {
-	ts := logTicks{labelAll: true}.Ticks(min, max)
+	ts := figure.LogTicks{LabelAll: true}.Ticks(min, max)
 	for i := range ts {
 		if ts[i].Label != "" {
 			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 3, 64) + "×"

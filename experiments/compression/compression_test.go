@@ -1,4 +1,4 @@
-package experiments
+package compression
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // The corpus is the same for a seed, about 200 bytes a line, and repetitive
 // the way logs are (hosts, paths and agents recur).
 func TestCorpus(t *testing.T) {
-	a, b := Corpus(CompressionSeed, 20000), Corpus(CompressionSeed, 20000)
+	a, b := Corpus(Seed, 20000), Corpus(Seed, 20000)
 	total := 0
 	for i := range a {
 		if !bytes.Equal(a[i], b[i]) {
@@ -37,7 +37,7 @@ func TestCorpus(t *testing.T) {
 // figure and report section.
 func TestRunCompression(t *testing.T) {
 	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.default.flush.interval.ms": "5"}})
-	c, err := RunCompression(context.Background(), b.HostPort(), 0, 4000, nil)
+	c, err := Run(context.Background(), b.HostPort(), 0, 4000, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +53,13 @@ func TestRunCompression(t *testing.T) {
 		t.Errorf("bytes per message: none %.1f, gzip %.1f, snappy %.1f; want gzip < snappy < none/2",
 			none.BytesPerMessage, gz.BytesPerMessage, sn.BytesPerMessage)
 	}
-	table := compressionTable(c)
+	table := table(c)
 	t.Logf("\n%s", table)
 	if !strings.Contains(table, "| snappy |") || !strings.Contains(table, "n/a") {
 		t.Errorf("table:\n%s", table)
 	}
 	dir := t.TempDir()
-	if err := PlotCompression(filepath.Join(dir, "fig_compression.png"), c); err != nil {
+	if err := Plot(filepath.Join(dir, "fig_compression.png"), c); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(filepath.Join(dir, "fig_compression.png")); err != nil || st.Size() < 1000 {

@@ -1,4 +1,4 @@
-package experiments
+package compression
 
 import (
 	"context"
@@ -8,31 +8,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/experiments/figure"
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/schedstat"
 )
 
-// The compression experiment: compressed message sets, which Kafka 0.7 added
-// after the paper (its §4 has the Hadoop job compress what it loads, "A
-// MapReduce job loads the raw data and then groups and compresses it";
-// docs/PROTOCOL.md §2 and §11). One producer sends the same log-like
-// corpus three times, with no codec, gzip and snappy, in batches of
-// CompressionBatch messages (0.7's batch.size: one wrapper per batch), to a
-// broker of its own; one consumer then reads each topic back, checking every
-// CRC and unpacking every wrapper. For each codec it records the bytes the
-// broker stores per message, the producer's and the consumer's messages per
-// second, and the CPU time per message of the client and of the broker
-// during each phase (Linux schedstat, summed over threads). Messages are
-// magic 1, the format 0.7 compresses with.
-
-// CompressionBatch is the number of messages per produce request, and so
+// Batch is the number of messages per produce request, and so
 // per compressed wrapper (0.7's batch.size).
-const CompressionBatch = 200
+const Batch = 200
 
-// CompressionSeed is the corpus's fixed seed: every run sends the same lines.
-const CompressionSeed = 20110612 // NetDB'11
+// Seed is the corpus's fixed seed: every run sends the same lines.
+const Seed = 20110612 // NetDB'11
 
 // CodecResult is one codec's row of the experiment.
 type CodecResult struct {
@@ -55,8 +44,8 @@ type CodecResult struct {
 	ConsumerWallSeconds float64 `json:"consumer_seconds"`
 }
 
-// Compression is the whole experiment.
-type Compression struct {
+// Result is the whole experiment.
+type Result struct {
 	Messages       int           `json:"messages"`
 	Batch          int           `json:"batch"`
 	Seed           uint64        `json:"seed"`
@@ -135,15 +124,15 @@ func Corpus(seed uint64, n int) [][]byte {
 	return out
 }
 
-// RunCompression runs the experiment against the broker at addr (its
+// Run runs the experiment against the broker at addr (its
 // process id pid, for its CPU time; 0 if unknown), with n messages per codec.
-func RunCompression(ctx context.Context, addr string, pid int, n int, progress func(string)) (*Compression, error) {
-	corpus := Corpus(CompressionSeed, n)
+func Run(ctx context.Context, addr string, pid int, n int, progress func(string)) (*Result, error) {
+	corpus := Corpus(Seed, n)
 	total := 0
 	for _, m := range corpus {
 		total += len(m)
 	}
-	res := &Compression{Messages: n, Batch: CompressionBatch, Seed: CompressionSeed, AvgPayload: float64(total) / float64(n)}
+	res := &Result{Messages: n, Batch: Batch, Seed: Seed, AvgPayload: float64(total) / float64(n)}
 	for _, codec := range []message.Codec{message.CodecNone, message.CodecGzip, message.CodecSnappy} {
 		if progress != nil {
 			progress(fmt.Sprintf("compression: %s, %d messages", codec, n))
@@ -185,11 +174,11 @@ func runCodec(ctx context.Context, addr string, pid int, codec message.Codec, co
 	start := time.Now()
 	var set, inner []byte
 	var sent int64
-	for i := 0; i < n; i += CompressionBatch {
+	for i := 0; i < n; i += Batch {
 		if err := ctx.Err(); err != nil {
 			return r, err
 		}
-		batch := corpus[i:min(i+CompressionBatch, n)]
+		batch := corpus[i:min(i+Batch, n)]
 		inner = inner[:0]
 		for _, m := range batch {
 			inner = message.Append(inner, message.MagicV1, m)
@@ -219,7 +208,7 @@ func runCodec(ctx context.Context, addr string, pid int, codec message.Codec, co
 	wall := time.Since(start)
 	c1, _ := cpu("self")
 	b1, _ := cpu(bpid)
-	r.ProducerLoad = ReadMachineLoad().String()
+	r.ProducerLoad = machine.ReadLoad().String()
 	r.ProducerWallSeconds = wall.Seconds()
 	r.ProducerMsgPerS = float64(n) / wall.Seconds()
 	r.DiskBytes = sent
@@ -256,7 +245,7 @@ func runCodec(ctx context.Context, addr string, pid int, codec message.Codec, co
 	if got != n {
 		return r, fmt.Errorf("read back %d messages of %d", got, n)
 	}
-	r.ConsumerLoad = ReadMachineLoad().String()
+	r.ConsumerLoad = machine.ReadLoad().String()
 	r.ConsumerWallSeconds = wall.Seconds()
 	r.ConsumerMsgPerS = float64(n) / wall.Seconds()
 	r.ConsumerCPUus = float64((c1 - c0).Microseconds()) / float64(n)
@@ -264,8 +253,8 @@ func runCodec(ctx context.Context, addr string, pid int, codec message.Codec, co
 	return r, nil
 }
 
-// compressionSection is REPORT.md's section on the experiment.
-func compressionSection(c *Compression) string {
+// Section is REPORT.md's section on the experiment.
+func Section(c *Result) string {
 	var b strings.Builder
 	b.WriteString("## Compression (Kafka 0.7's compressed sets, not in the paper: `fig_compression.png`)\n\n")
 	if c.Error != "" {
@@ -278,15 +267,15 @@ func compressionSection(c *Compression) string {
 		"sent once per codec in batches of %d magic-1 messages, one compressed wrapper per batch, to a broker of its own (%s), "+
 		"then read back from the page cache, every CRC checked and every wrapper unpacked. "+
 		"Unlike §5's tests these messages are magic 1 (10 bytes of header), the format 0.7 compresses with.\n\n",
-		commas(float64(c.Messages)), c.Seed, c.AvgPayload, c.Batch, c.BrokerSettings)
-	b.WriteString(compressionTable(c))
+		figure.Commas(float64(c.Messages)), c.Seed, c.AvgPayload, c.Batch, c.BrokerSettings)
+	b.WriteString(table(c))
 	fmt.Fprintf(&b, "\nMachine during the producer tests: %s; during the consumer tests: %s. CPU is schedstat run time summed over each process's threads (client: the reproduce process).\n\n",
 		c.Codecs[0].ProducerLoad, c.Codecs[0].ConsumerLoad)
 	return b.String()
 }
 
-// compressionTable is the REPORT.md table of the experiment.
-func compressionTable(c *Compression) string {
+// table is the REPORT.md table of the experiment.
+func table(c *Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| codec | bytes on disk per message | producer msg/s | consumer msg/s | producer CPU µs/msg | broker CPU µs/msg (produce) | consumer CPU µs/msg | broker CPU µs/msg (consume) |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|\n")
@@ -298,7 +287,7 @@ func compressionTable(c *Compression) string {
 			return strconv.FormatFloat(v, 'f', 2, 64)
 		}
 		fmt.Fprintf(&b, "| %s | %.1f | %s | %s | %s | %s | %s | %s |\n", r.Codec, r.BytesPerMessage,
-			commas(r.ProducerMsgPerS), commas(r.ConsumerMsgPerS), cpuCell(r.ProducerCPUus), cpuCell(r.BrokerCPUProduceUs),
+			figure.Commas(r.ProducerMsgPerS), figure.Commas(r.ConsumerMsgPerS), cpuCell(r.ProducerCPUus), cpuCell(r.BrokerCPUProduceUs),
 			cpuCell(r.ConsumerCPUus), cpuCell(r.BrokerCPUConsumeUs))
 	}
 	return b.String()
