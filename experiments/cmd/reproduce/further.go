@@ -87,9 +87,10 @@ func runCompression(ctx context.Context, host localsvc.Host, n int, stderr io.Wr
 
 // runLatency runs figure 7's experiment, one broker process per flush
 // setting through the one launcher (internal/kafkaproc), on the servers'
-// host (the server host over a link). Its producer runs
-// at --latency-rate, or at half the rate our batch-1 producer reached in
-// this run (the "for instance 50%"), at most 100,000 msg/s.
+// host (the server host over a link). Its producer runs at --latency-rate,
+// or at half the rate our batch-1 producer reached in this run, well under
+// what it can sustain so that the delay measured is the flush policy's and
+// not a queue's, at most 100,000 msg/s.
 func runLatency(ctx context.Context, o options, sum *experiments.Summary, stderr io.Writer) (*latency.Result, error) {
 	rate := o.latencyRate
 	if rate <= 0 {
