@@ -21,6 +21,7 @@ var documents = []string{
 	"paper/CLAIMS.md",
 	"results/README.md",
 	"docker/README.md",
+	"textbook/README.md",
 }
 
 var (

@@ -236,9 +236,9 @@ func (c Config) Validate() error {
 }
 
 // fields maps each property name of server.properties to the field of c it
-// sets.
+// sets: 0.7's names, and 0.8.1.1's for the same settings (config08.go).
 func (c *Config) fields() map[string]properties.Field {
-	return map[string]properties.Field{
+	fields := map[string]properties.Field{
 		"brokerid":                                      properties.Int(&c.BrokerID),
 		"hostname":                                      properties.String(&c.Hostname),
 		"port":                                          properties.Int(&c.Port),
@@ -279,6 +279,8 @@ func (c *Config) fields() map[string]properties.Field {
 		"zk.connectiontimeout.ms":                       properties.Int(&c.ZKConnectionTimeout),
 		"zk.sessiontimeout.ms":                          properties.Int(&c.ZKSessionTimeout),
 	}
+	c.add08(fields)
+	return fields
 }
 
 // parseTopicPartitions parses "t1:4,t2:2" (spaces allowed, "" = no entries).

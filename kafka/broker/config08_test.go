@@ -1,0 +1,126 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The textbook's server.properties (Kafka 0.8.1.1's, textbook/config) loads
+// with every key known, as the same settings 0.7's names set; its copies for
+// the second and third brokers, which add broker.id, port and log.dir lines
+// after the file's own, get their own id, port and directory.
+func TestConfig08TheBooksServerProperties(t *testing.T) {
+	var logged bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	defer slog.SetDefault(prev)
+
+	book, err := os.ReadFile(filepath.Join("..", "..", "textbook", "config", "server.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	first := filepath.Join(dir, "server.properties")
+	if err := os.WriteFile(first, book, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BrokerID != 0 || cfg.Port != 9092 || cfg.LogDir != "/tmp/kafka-logs" || cfg.NumPartitions != 2 ||
+		cfg.ZKConnect != "localhost:2181" || !cfg.EnableZooKeeper || cfg.ZKConnectionTimeout != 1000000 ||
+		cfg.LogFileSize != 536870912 || cfg.RetentionHours != 168 || cfg.CleanupIntervalMins != 1 ||
+		cfg.SocketSendBuffer != 1048576 || cfg.SocketReceiveBuffer != 1048576 || cfg.MaxRequestBytes != 104857600 {
+		t.Errorf("the book's file read as %+v", cfg)
+	}
+	if strings.Contains(logged.String(), "unknown") {
+		t.Errorf("keys of the book's file were not known:\n%s", logged.String())
+	}
+
+	// cp config/server.properties config/server-1.properties, then the book's three lines.
+	second := filepath.Join(dir, "server-1.properties")
+	copied := append(append([]byte{}, book...), "\nbroker.id=1\nport=9093\nlog.dir=/tmp/kafka-logs-1\n"...)
+	if err := os.WriteFile(second, copied, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = LoadConfig(second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BrokerID != 1 || cfg.Port != 9093 || cfg.LogDir != "/tmp/kafka-logs-1" {
+		t.Errorf("the book's second broker: id %d, port %d, log.dir %s; want 1, 9093, /tmp/kafka-logs-1", cfg.BrokerID, cfg.Port, cfg.LogDir)
+	}
+}
+
+// Each 0.8 name sets what its 0.7 name sets; values 0.8 allows and this
+// broker cannot honour are refused, naming the key.
+func TestConfig08Names(t *testing.T) {
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	defer slog.SetDefault(prev)
+	for name08, name07 := range renamed08 {
+		value := "7"
+		switch name07 {
+		case "hostname", "log.dir", "zk.connect":
+			value = "x7"
+		}
+		a, err := LoadConfig("", map[string]string{name08: value, "zk.connect": "z:1"})
+		if err != nil {
+			t.Errorf("%s=%s: %v", name08, value, err)
+			continue
+		}
+		b, err := LoadConfig("", map[string]string{name07: value, "zk.connect": "z:1"})
+		if err != nil {
+			t.Errorf("%s=%s: %v", name07, value, err)
+			continue
+		}
+		if name08 == "zookeeper.connect" {
+			b.EnableZooKeeper = true // the 0.8 name also turns registration on
+		}
+		if a.Port != b.Port || a.BrokerID != b.BrokerID || a.Hostname != b.Hostname || a.LogDir != b.LogDir ||
+			a.LogFileSize != b.LogFileSize || a.FlushInterval != b.FlushInterval || a.FlushIntervalMs != b.FlushIntervalMs ||
+			a.RetentionSize != b.RetentionSize || a.SocketSendBuffer != b.SocketSendBuffer ||
+			a.SocketReceiveBuffer != b.SocketReceiveBuffer || a.MaxRequestBytes != b.MaxRequestBytes ||
+			a.NumThreads != b.NumThreads || a.ZKConnectionTimeout != b.ZKConnectionTimeout ||
+			a.ZKSessionTimeout != b.ZKSessionTimeout || a.EnableZooKeeper != b.EnableZooKeeper {
+			t.Errorf("%s=%s and %s=%s differ:\n%+v\n%+v", name08, value, name07, value, a, b)
+		}
+	}
+	for _, tc := range []struct {
+		key, value string
+		mins       int
+	}{
+		{"log.retention.check.interval.ms", "60000", 1},
+		{"log.retention.check.interval.ms", "90000", 2},
+		{"log.retention.check.interval.ms", "1", 1},
+	} {
+		cfg, err := LoadConfig("", map[string]string{tc.key: tc.value})
+		if err != nil || cfg.CleanupIntervalMins != tc.mins {
+			t.Errorf("%s=%s: %d minutes, %v; want %d", tc.key, tc.value, cfg.CleanupIntervalMins, err, tc.mins)
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"log.dirs": "/tmp/a,/tmp/b"},
+		{"log.cleaner.enable": "true"},
+		{"log.cleaner.enable": "maybe"},
+		{"log.retention.check.interval.ms": "0"},
+		{"broker.id": "one"},
+	} {
+		_, err := LoadConfig("", bad)
+		if !errors.Is(err, ErrConfig) {
+			t.Errorf("%v: %v, want ErrConfig", bad, err)
+			continue
+		}
+		for k := range bad {
+			if !strings.Contains(err.Error(), k) {
+				t.Errorf("%v: the error %q does not name the key", bad, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# kafka-console-consumer.sh: Kafka 0.8.1.1's script of this name, as the textbook's chapter 3 types it: runs `kafka console-consumer`
+# (`kafka help console-consumer` lists its flags).
+exec "$(dirname "${BASH_SOURCE[0]}")/kafka-run-class.sh" console-consumer "$@"
