@@ -85,16 +85,7 @@ func leaderRestartUnseen(t *testing.T) {
 	leader.Kill()
 	time.Sleep(2 * time.Second)
 	leader.Restart()
-	c.WaitISR(topic, 0, 3, time.Minute)
-	time.Sleep(time.Second)
-	run.Stop()
-	logs := faults.ReadBack(t, c, topic, 1, 2*time.Second)
-	res := faults.Check(logs, nil, run)
-	t.Logf("faults: %s", res)
-	if res.Acked == 0 || res.Lost > 0 || !res.OK() {
-		t.Errorf("acks=-1 across a leader restart the controller did not see: %s", res)
-	}
-	checkReplicasIdentical(t, c, topic, 1)
+	checkNothingAckedLost(t, c, run, topic, "a leader restart the controller did not see")
 }
 
 // The whole cluster loses power: every broker is killed, the leader's machine loses 8 KiB of its log and
@@ -144,14 +135,21 @@ func wholeClusterPowerLoss(t *testing.T) {
 	}
 	first.Restart()
 	second.Restart()
+	checkNothingAckedLost(t, c, run, topic, "a power loss of the whole cluster")
+}
+
+// checkNothingAckedLost waits until all three replicas of the topic's one partition are in sync again,
+// stops the workload, reads the partition back and checks that every acknowledged message is there and
+// that the replicas hold the same bytes.
+func checkNothingAckedLost(t *testing.T, c *faults.Cluster, run *faults.Run, topic, across string) {
+	t.Helper()
 	c.WaitISR(topic, 0, 3, time.Minute)
 	time.Sleep(time.Second)
 	run.Stop()
-	logs := faults.ReadBack(t, c, topic, 1, 2*time.Second)
-	res := faults.Check(logs, nil, run)
+	res := faults.Check(faults.ReadBack(t, c, topic, 1, 2*time.Second), nil, run)
 	t.Logf("faults: %s", res)
 	if res.Acked == 0 || res.Lost > 0 || !res.OK() {
-		t.Errorf("acks=-1 across a power loss of the whole cluster: %s", res)
+		t.Errorf("acks=-1 across %s: %s", across, res)
 	}
 	checkReplicasIdentical(t, c, topic, 1)
 }
