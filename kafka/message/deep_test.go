@@ -126,7 +126,7 @@ func TestDeepIteratorReusesBuffer(t *testing.T) {
 				t.Fatal(d.Err())
 			}
 		})
-		if allocs != 0 || n != 101*150 {
+		if allocs != 0 && !raceEnabled || n != 101*150 {
 			t.Errorf("%v: %.1f allocations per walk of 150 messages in 3 wrappers (%d messages seen)", codec, allocs, n)
 		}
 	}
