@@ -49,11 +49,7 @@ func leaderRestartUnseen(t *testing.T) {
 	if got := c.Leader(topic, 0); got != leader || c.Controller() != ctl {
 		t.Fatalf("%s-0 led by %d with controller %d; want %d and %d", topic, got.ID, c.Controller(), l, ctl)
 	}
-	run := faults.Workload{Topic: topic, Partitions: 1, SetSize: 10, MessageSize: 100, Acks: protocol.AcksAll,
-		Pause: 2 * time.Millisecond}.Start(t, c)
-	if _, ok := run.AckedAfter(0, time.Now(), 30*time.Second); !ok {
-		t.Fatal("the producer was not acknowledged before any fault")
-	}
+	run := startAcksAll(t, c, topic)
 	time.Sleep(2 * time.Second)
 
 	before := c.State(topic, 0)
@@ -105,11 +101,7 @@ func wholeClusterPowerLoss(t *testing.T) {
 	c := faults.Start(t, faults.Options{Brokers: 3, Props: map[string]string{"min.insync.replicas": "2"}})
 	const topic = "wc"
 	c.CreateTopic(topic, replication.Assignment{{0, 1, 2}})
-	run := faults.Workload{Topic: topic, Partitions: 1, SetSize: 10, MessageSize: 100, Acks: protocol.AcksAll,
-		Pause: 2 * time.Millisecond}.Start(t, c)
-	if _, ok := run.AckedAfter(0, time.Now(), 30*time.Second); !ok {
-		t.Fatal("the producer was not acknowledged before any fault")
-	}
+	run := startAcksAll(t, c, topic)
 	time.Sleep(2 * time.Second)
 	before := c.State(topic, 0)
 	first, second, third := c.Brokers[before.Leader], c.Brokers[(before.Leader+1)%3], c.Brokers[(before.Leader+2)%3]
@@ -136,6 +128,18 @@ func wholeClusterPowerLoss(t *testing.T) {
 	first.Restart()
 	second.Restart()
 	checkNothingAckedLost(t, c, run, topic, "a power loss of the whole cluster")
+}
+
+// startAcksAll starts an acks=-1 producer of sets of 10 on the topic's one partition and waits for its
+// first acknowledgement, before any fault.
+func startAcksAll(t *testing.T, c *faults.Cluster, topic string) *faults.Run {
+	t.Helper()
+	run := faults.Workload{Topic: topic, Partitions: 1, SetSize: 10, MessageSize: 100, Acks: protocol.AcksAll,
+		Pause: 2 * time.Millisecond}.Start(t, c)
+	if _, ok := run.AckedAfter(0, time.Now(), 30*time.Second); !ok {
+		t.Fatal("the producer was not acknowledged before any fault")
+	}
+	return run
 }
 
 // checkNothingAckedLost waits until all three replicas of the topic's one partition are in sync again,

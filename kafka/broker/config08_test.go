@@ -58,39 +58,47 @@ func TestConfig08TheBooksServerProperties(t *testing.T) {
 	}
 }
 
-// Each 0.8 name sets what its 0.7 name sets; values 0.8 allows and this
-// broker cannot honour are refused, naming the key.
+// Each 0.8 name sets the field its 0.7 name sets, read here from the Config, not from renamed08.
 func TestConfig08Names(t *testing.T) {
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 	defer slog.SetDefault(prev)
-	for name08, name07 := range renamed08 {
-		value := "7"
-		switch name07 {
-		case "hostname", "log.dir", "zk.connect":
-			value = "x7"
+	for _, tc := range []struct {
+		key, value string
+		got        func(Config) any
+		want       any
+	}{
+		{"broker.id", "7", func(c Config) any { return c.BrokerID }, 7},
+		{"host.name", "h7", func(c Config) any { return c.Hostname }, "h7"},
+		{"log.dirs", "/d7", func(c Config) any { return c.LogDir }, "/d7"},
+		{"log.segment.bytes", "7000", func(c Config) any { return c.LogFileSize }, int64(7000)},
+		{"log.flush.interval.messages", "7", func(c Config) any { return c.FlushInterval }, 7},
+		{"log.flush.interval.ms", "7", func(c Config) any { return c.FlushIntervalMs }, 7},
+		{"log.retention.bytes", "7000", func(c Config) any { return c.RetentionSize }, int64(7000)},
+		{"socket.send.buffer.bytes", "7000", func(c Config) any { return c.SocketSendBuffer }, 7000},
+		{"socket.receive.buffer.bytes", "7000", func(c Config) any { return c.SocketReceiveBuffer }, 7000},
+		{"socket.request.max.bytes", "7000", func(c Config) any { return c.MaxRequestBytes }, 7000},
+		{"num.network.threads", "7", func(c Config) any { return c.NumThreads }, 7},
+		{"num.io.threads", "7", func(c Config) any { return c.NumThreads }, 7},
+		{"zookeeper.connect", "z7:2181", func(c Config) any { return [2]any{c.ZKConnect, c.EnableZooKeeper} }, [2]any{"z7:2181", true}},
+		{"zookeeper.connection.timeout.ms", "7000", func(c Config) any { return c.ZKConnectionTimeout }, 7000},
+		{"zookeeper.session.timeout.ms", "7000", func(c Config) any { return c.ZKSessionTimeout }, 7000},
+	} {
+		props := map[string]string{tc.key: tc.value}
+		if tc.key != "zookeeper.connect" {
+			props["zk.connect"] = "z:1" // for a Config that registers, as some values ask
 		}
-		a, err := LoadConfig("", map[string]string{name08: value, "zk.connect": "z:1"})
+		cfg, err := LoadConfig("", props)
 		if err != nil {
-			t.Errorf("%s=%s: %v", name08, value, err)
+			t.Errorf("%s=%s: %v", tc.key, tc.value, err)
 			continue
 		}
-		b, err := LoadConfig("", map[string]string{name07: value, "zk.connect": "z:1"})
-		if err != nil {
-			t.Errorf("%s=%s: %v", name07, value, err)
-			continue
+		if got := tc.got(cfg); got != tc.want {
+			t.Errorf("%s=%s set %v, want %v", tc.key, tc.value, got, tc.want)
 		}
-		if name08 == "zookeeper.connect" {
-			b.EnableZooKeeper = true // the 0.8 name also turns registration on
-		}
-		if a.Port != b.Port || a.BrokerID != b.BrokerID || a.Hostname != b.Hostname || a.LogDir != b.LogDir ||
-			a.LogFileSize != b.LogFileSize || a.FlushInterval != b.FlushInterval || a.FlushIntervalMs != b.FlushIntervalMs ||
-			a.RetentionSize != b.RetentionSize || a.SocketSendBuffer != b.SocketSendBuffer ||
-			a.SocketReceiveBuffer != b.SocketReceiveBuffer || a.MaxRequestBytes != b.MaxRequestBytes ||
-			a.NumThreads != b.NumThreads || a.ZKConnectionTimeout != b.ZKConnectionTimeout ||
-			a.ZKSessionTimeout != b.ZKSessionTimeout || a.EnableZooKeeper != b.EnableZooKeeper {
-			t.Errorf("%s=%s and %s=%s differ:\n%+v\n%+v", name08, value, name07, value, a, b)
-		}
+	}
+	if len(renamed08) != 15 {
+		t.Errorf("renamed08 has %d names; this test checks 15", len(renamed08))
 	}
 	for _, tc := range []struct {
 		key, value string

@@ -83,8 +83,9 @@ func (c *innerCheck) write(p []byte) error {
 				continue
 			}
 			if c.want == HeaderSizeV1 {
-				if a := c.hdr[5]; a&^codecMask != 0 { // as checkHeader refuses in Unpack
-					return fmt.Errorf("%w: inner set: message: attributes %#02x at byte %d set bits other than the codec's two", ErrBadPayload, a, c.start)
+				// The whole header: its attributes byte, as Unpack's checkHeader checks it.
+				if _, err := checkHeader(c.hdr[:HeaderSizeV1], int64(c.start)); err != nil {
+					return fmt.Errorf("%w: inner set: %w", ErrBadPayload, err)
 				}
 				if codec := Codec(c.hdr[5] & codecMask); codec != CodecNone {
 					return fmt.Errorf("%w: inner message at byte %d has codec %v", ErrNestedWrapper, c.start, codec)
@@ -114,18 +115,15 @@ func (c *innerCheck) write(p []byte) error {
 
 // magic reads the length and magic gathered so far and sets how long the header and payload are.
 func (c *innerCheck) magic() error {
+	// The length and magic, as Unpack's checkHeader checks them.
+	if _, err := checkHeader(c.hdr[:LengthSize+1], int64(c.start)); err != nil {
+		return fmt.Errorf("%w: inner set: %w", ErrBadPayload, err)
+	}
 	n := int64(binary.BigEndian.Uint32(c.hdr[:]))
 	minBody := int64(minBodyV0)
-	switch c.hdr[LengthSize] {
-	case MagicV0:
-		c.want = HeaderSizeV0
-	case MagicV1:
+	c.want = HeaderSizeV0
+	if c.hdr[LengthSize] == MagicV1 {
 		c.want, minBody = HeaderSizeV1, minBodyV1
-	default:
-		return fmt.Errorf("%w: inner set: message: unknown magic %d at offset %d", ErrBadPayload, c.hdr[LengthSize], c.start)
-	}
-	if n < minBody {
-		return fmt.Errorf("%w: inner set: message length %d is too short", ErrBadPayload, n)
 	}
 	if n > MaxDecompressedSize {
 		return fmt.Errorf("%w: inner set: message length %d runs past the end of the set", ErrBadPayload, n)
