@@ -102,6 +102,7 @@ type Broker struct {
 	repl     *replication.Manager // nil without ZooKeeper: no replicated topics
 	ln       *net.TCPListener
 	maxFetch int // fetch sizes are capped here (max.socket.request.bytes)
+	groups   *groupOffsets // offsets committed through the Kafka protocol (groupoffsets.go)
 
 	mem   *requestMemory // queued.max.request.bytes (memory.go)
 	lim   *limiters      // rate-limited warnings (ratelog.go)
@@ -162,6 +163,10 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open logs in %s: %w", cfg.LogDir, err)
 	}
 	b.logs = logs
+	if b.groups, err = openGroupOffsets(cfg.LogDir); err != nil {
+		logs.Close()
+		return nil, err
+	}
 	addr := net.JoinHostPort(cfg.Hostname, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

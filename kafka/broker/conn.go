@@ -56,7 +56,19 @@ type conn struct {
 	chunks    []log.Chunk                        // MULTIFETCH scratch
 	codes     []protocol.ErrorCode
 	ans       *answerer // acks=-1 answers waiting for their commits (ackedanswers.go); nil until the first
+
+	speaks speaks    // the protocol of this connection, decided by its first request
+	k08    *conn08   // the Kafka protocol's state (kafka08.go), once it speaks it
 }
+
+// speaks is which protocol a connection speaks.
+type speaks int8
+
+const (
+	speaksUndecided speaks = iota
+	speaks07               // package protocol: the paper's, 0.7's and replication's requests
+	speaks08               // package protocol08: the Kafka protocol as 0.8 defined it
+)
 
 // serveConn reads requests one after the other and answers them in order
 // (docs/PROTOCOL.md §4), until the client hangs up, the broker shuts down, a
@@ -96,11 +108,21 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 			cn.idleSet = false
 		}
 		var body []byte
+		if err == nil && cn.speaks == speaks07 {
+			err = protocol.CheckRequestID(id)
+		}
 		if err == nil {
 			body, err = cn.readBody(id, n)
 		}
+		if err == nil && cn.speaks == speaksUndecided {
+			err = cn.decide(id, body)
+		}
 		if err == nil {
-			err = cn.handle(id, body)
+			if cn.speaks == speaks08 {
+				err = cn.handle08(id, body)
+			} else {
+				err = cn.handle(id, body)
+			}
 		}
 		cn.releaseBody()
 		if err != nil {
@@ -183,7 +205,8 @@ func (cn *conn) rearm(between bool) {
 	cn.c.SetReadDeadline(now.Add(cn.idle + cn.idle/idleSlack))
 }
 
-// readHeader reads the size field and id of the next request. With all six
+// readHeader reads the size field and id of the next request (for the Kafka
+// protocol, its api_key: serveConn checks it against the protocol spoken). With all six
 // bytes buffered (a client that sends faster than the broker serves) they
 // are checked where they lie; else ReadRequestHeader reads them, which
 // refuses a too-large size field as soon as its four bytes have come.
@@ -191,9 +214,9 @@ func (cn *conn) readHeader() (int16, int, error) {
 	if cn.r.Buffered() >= protocol.RequestHeaderSize {
 		h, _ := cn.r.Peek(protocol.RequestHeaderSize) // buffered: cannot fail
 		cn.r.Discard(protocol.RequestHeaderSize)
-		return protocol.ParseRequestHeader(h, cn.b.cfg.MaxRequestBytes)
+		return protocol.ParseRequestFrame(h, cn.b.cfg.MaxRequestBytes)
 	}
-	return protocol.ReadRequestHeader(cn.r, cn.hdr[:], cn.b.cfg.MaxRequestBytes)
+	return protocol.ReadRequestFrame(cn.r, cn.hdr[:], cn.b.cfg.MaxRequestBytes)
 }
 
 // bodyChunk: a large body is read this much at a time, its deadline moved

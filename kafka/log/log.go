@@ -40,6 +40,7 @@ type Log struct {
 
 	segs    atomic.Pointer[[]*segment] // sorted by start; replaced, never modified
 	leo     atomic.Int64               // log end offset: everything appended
+	lend    atomic.Int64               // logical end: the 0.8 offset the next message gets (index.go)
 	flushed atomic.Int64               // the flushed end (FlushedEnd): everything fsynced
 	closed  atomic.Bool
 
@@ -73,6 +74,13 @@ func open(dir string, cfg Config, recover bool, expect *segmentRecord, st storag
 	if err != nil {
 		return nil, err
 	}
+	lend, err := indexSegments(segs)
+	if err != nil {
+		for _, s := range segs {
+			s.file.Close()
+		}
+		return nil, err
+	}
 	l := &Log{
 		dir:        dir,
 		cfg:        cfg,
@@ -87,6 +95,7 @@ func open(dir string, cfg Config, recover bool, expect *segmentRecord, st storag
 	l.written = last.size.Load()
 	l.segs.Store(&segs)
 	l.leo.Store(last.end())
+	l.lend.Store(lend)
 	l.flushed.Store(last.end())
 	l.wg.Add(1)
 	go l.flushLoop()
@@ -109,29 +118,31 @@ func (l *Log) Dir() string { return l.dir }
 // stays failed (failure.go).
 func (l *Log) Append(set []byte) (offset int64, err error) {
 	// §3.3: every message carries a CRC; check them all before writing any.
-	count, err := message.ValidateWholeDeep(set)
+	count, inner, err := message.ValidateWholeDeepCounts(set, nil)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %d-byte set refused whole: %w", ErrInvalidMessage, len(set), err)
 	}
-	return l.appendValidated(set, count)
+	return l.appendChecked(set, count, inner, false)
 }
 
 // appendValidated is Append after validation: count is the number of
 // messages of set.
 func (l *Log) appendValidated(set []byte, count int) (offset int64, err error) {
-	return l.appendChecked(set, count, false)
+	return l.appendChecked(set, count, nil, false)
 }
 
-// appendChecked is appendValidated; through writes set to the file at
+// appendChecked is appendValidated; inner is the number of messages in each
+// wrapper of set, in order, when the validation counted them (nil: the
+// index counts them, index.go); through writes set to the file at
 // once, straight from the caller's slice, instead of copying it into the
 // write buffer (AppendReplicaPrefix).
-func (l *Log) appendChecked(set []byte, count int, through bool) (offset int64, err error) {
+func (l *Log) appendChecked(set []byte, count int, inner []int, through bool) (offset int64, err error) {
 	if len(set) == 0 {
 		return l.leo.Load(), nil
 	}
 
 	l.mu.Lock()
-	offset, due, err := l.appendLocked(set, count, through)
+	offset, due, err := l.appendLocked(set, count, inner, through)
 	if err != nil && l.failed != nil {
 		l.failed.refused++
 	}
@@ -150,7 +161,7 @@ func (l *Log) appendChecked(set []byte, count int, through bool) (offset int64, 
 // whatever the buffer holds, without copying it into the buffer. A storage error leaves the log as it was
 // before the call (writeAt undoes a partial write) and fails the partition:
 // until a probe write succeeds, appends get ErrStorage (failure.go).
-func (l *Log) appendLocked(set []byte, count int, through bool) (offset int64, due bool, err error) {
+func (l *Log) appendLocked(set []byte, count int, inner []int, through bool) (offset int64, due bool, err error) {
 	if l.closed.Load() {
 		return 0, false, fmt.Errorf("%w: append to %s", ErrClosed, l.dir)
 	}
@@ -182,6 +193,7 @@ func (l *Log) appendLocked(set []byte, count int, through bool) (offset int64, d
 		l.buf = append(l.buf, set...)
 	}
 	active.size.Add(int64(len(set)))
+	l.lend.Store(active.indexAppend(set, offset-active.start, l.lend.Load(), inner))
 	l.leo.Store(offset + int64(len(set)))
 	// §3.1: flush after every log.flush.interval messages. A flush is due
 	// when this append crosses a multiple of the interval, which keeps the
@@ -227,9 +239,16 @@ func (l *Log) rollLocked() (*segment, error) {
 		return nil, l.failLocked(fmt.Errorf("fsync %s before rolling: %w", old.path, err), 0, true)
 	}
 	l.raiseFlushedEnd(old.end())
+	if err := old.idx.save(); err != nil {
+		l.log.Warn("could not save offset index; it is rebuilt on the next open", "err", err)
+	}
 	s, err := createSegment(l.dir, l.leo.Load())
 	if err != nil {
 		return nil, l.failLocked(err, 0, false)
+	}
+	s.idx = newIndex(s.path, l.lend.Load())
+	if err := s.idx.save(); err != nil {
+		l.log.Warn("could not save offset index; it is rebuilt on the next open", "err", err)
 	}
 	next := make([]*segment, len(segs)+1)
 	copy(next, segs)
@@ -318,6 +337,9 @@ func (l *Log) flush(force bool) error {
 		t0 := time.Now()
 		if e := l.st.Sync(s.file); e != nil && err == nil {
 			err = fmt.Errorf("fsync %s: %w", s.path, e)
+		}
+		if e := s.idx.save(); e != nil {
+			l.log.Warn("could not save offset index; it is rebuilt on the next open", "err", e)
 		}
 		l.syncs.add(time.Since(t0))
 		s.release()
@@ -445,6 +467,9 @@ func (l *Log) Close() error {
 	l.log.Info("log closed: its fsyncs", "dir", l.dir, "fsyncs", st.Count, "total", st.Total, "max", st.Max)
 	l.mu.Lock()
 	for _, s := range *l.segs.Load() {
+		if e := s.idx.save(); e != nil {
+			l.log.Warn("could not save offset index; it is rebuilt on the next open", "err", e)
+		}
 		s.release()
 	}
 	l.mu.Unlock()

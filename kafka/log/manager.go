@@ -93,7 +93,8 @@ func loadManager(dir string, cfg Config, st storage) (*Manager, error) {
 	}
 	m := &Manager{dir: dir, cfg: cfg, log: lg, st: st, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
 	for _, e := range entries {
-		if e.Name() == CleanShutdownFile || e.Name() == LockFile || e.Name() == ReplicationCheckpointFile || e.Name() == ReplicationCheckpointFile+".tmp" {
+		if e.Name() == CleanShutdownFile || e.Name() == LockFile || e.Name() == ReplicationCheckpointFile || e.Name() == ReplicationCheckpointFile+".tmp" ||
+			e.Name() == GroupOffsetsFile || e.Name() == GroupOffsetsFile+".tmp" {
 			continue
 		}
 		topic, partition, ok := parsePartitionDir(e.Name())

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
@@ -46,6 +47,9 @@ func loadSegments(dir string, recover bool, expect *segmentRecord, lg *slog.Logg
 		start, ok := parseSegmentFileName(e.Name())
 		if e.Name() == LeaderEpochFile || e.Name() == LeaderEpochFile+".tmp" {
 			continue // replication's (replica.go)
+		}
+		if _, isIndex := parseSegmentFileName(strings.TrimSuffix(e.Name(), indexExt) + segmentExt); isIndex && strings.HasSuffix(e.Name(), indexExt) {
+			continue // a segment's offset index (index.go)
 		}
 		if !ok || !e.Type().IsRegular() {
 			lg.Warn("ignoring stray entry in partition directory", "dir", dir, "name", e.Name())

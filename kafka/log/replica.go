@@ -21,6 +21,9 @@ import (
 const (
 	LeaderEpochFile           = "leader-epoch-checkpoint"
 	ReplicationCheckpointFile = "replication-offset-checkpoint"
+	// GroupOffsetsFile holds the offsets consumer groups commit through the
+	// Kafka protocol (broker/groupoffsets.go), in the log directory.
+	GroupOffsetsFile = "consumer-offsets-checkpoint"
 )
 
 // GetOrCreateReplica is GetOrCreate for a partition of a replicated topic,
@@ -66,7 +69,7 @@ func (l *Log) AppendReplica(set []byte) (offset int64, err error) {
 // error appends nothing (valid is then 0).
 func (l *Log) AppendReplicaPrefix(set []byte) (offset int64, valid int, err error) {
 	valid, count, bad := message.Validate(set)
-	if offset, err = l.appendChecked(set[:valid], count, true); err != nil {
+	if offset, err = l.appendChecked(set[:valid], count, nil, true); err != nil {
 		return offset, 0, err
 	}
 	if bad != nil {
@@ -163,7 +166,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.buf = l.buf[:offset-fileEnd]
 		active.size.Store(offset - active.start)
 		l.leo.Store(offset)
-		return nil
+		return l.cutIndexLocked(active)
 	}
 	l.buf = l.buf[:0]
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].start > offset }) - 1
@@ -173,6 +176,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	for _, s := range segs[i+1:] {
 		if err := os.Remove(s.path); err != nil {
 			return fmt.Errorf("log: truncate %s to %d: delete segment %s: %w", l.dir, offset, s.path, err)
+		}
+		if err := removeIndex(s.path); err != nil {
+			return fmt.Errorf("log: truncate %s to %d: %w", l.dir, offset, err)
 		}
 		s.release()
 	}
@@ -193,6 +199,9 @@ func (l *Log) TruncateTo(offset int64) error {
 		if err := syncDir(l.dir); err != nil {
 			return err
 		}
+	}
+	if err := l.cutIndexLocked(s); err != nil {
+		return err
 	}
 	l.log.Info("truncated", "dir", l.dir, "offset", offset, "bytesRemoved", leo-offset, "segmentsDeleted", len(segs)-len(keep))
 	return nil

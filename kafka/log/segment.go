@@ -22,6 +22,8 @@ type segment struct {
 	// outstanding Chunk. The file is closed when it drops to zero, so a
 	// segment deleted by retention stays readable for fetches in flight.
 	refs atomic.Int32
+	// idx maps 0.8's logical offsets onto the segment's bytes (index.go).
+	idx *offsetIndex
 }
 
 func newSegment(start int64, path string, f *os.File, size int64) *segment {

@@ -27,6 +27,12 @@ const checkChunk = 32 << 10
 // its payload decodes within MaxDecompressedSize into whole, uncompressed messages with right CRCs. Its
 // errors are Unpack's.
 func checkWrapper(m Message) error {
+	_, err := checkWrapperCount(m)
+	return err
+}
+
+// checkWrapperCount is checkWrapper that also counts the inner messages.
+func checkWrapperCount(m Message) (int, error) {
 	var c innerCheck
 	var err error
 	switch codec := m.Codec(); codec {
@@ -35,15 +41,15 @@ func checkWrapper(m Message) error {
 	case CodecSnappy:
 		err = c.unsnappy(m.Payload())
 	default:
-		return fmt.Errorf("%w: %v", ErrUnsupportedCodec, codec)
+		return 0, fmt.Errorf("%w: %v", ErrUnsupportedCodec, codec)
 	}
 	if err == nil {
 		err = c.end()
 	}
 	if err != nil {
-		return fmt.Errorf("%v wrapper of %d bytes: %w", m.Codec(), len(m), err)
+		return 0, fmt.Errorf("%v wrapper of %d bytes: %w", m.Codec(), len(m), err)
 	}
-	return nil
+	return c.count, nil
 }
 
 // innerCheck checks an inner set handed to it in pieces (write), as checkInner(set, true) does a whole one:
@@ -56,6 +62,7 @@ type innerCheck struct {
 	crc   uint32 // running CRC of its payload
 	start int    // its byte in the inner set
 	pos   int    // bytes written so far
+	count int    // whole messages checked
 }
 
 // write checks the next piece of the inner set.
@@ -139,6 +146,7 @@ func (c *innerCheck) finish() error {
 		return fmt.Errorf("%w: inner message at byte %d (stored %08x)", ErrChecksum, c.start, stored)
 	}
 	c.nhdr, c.want = 0, 0
+	c.count++
 	return nil
 }
 

@@ -188,3 +188,17 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 	w.b = append(w.b, p...)
 	return len(p), nil
 }
+
+// AppendInflated appends payload, compressed with codec, decompressed to
+// dst: at most MaxDecompressedSize bytes, with nothing checked of what it
+// holds. Kafka 0.8's wrappers hold 0.8 message sets (package protocol08),
+// which are not this package's to check.
+func AppendInflated(dst []byte, codec Codec, payload []byte) ([]byte, error) {
+	switch codec {
+	case CodecGzip:
+		return appendGunzip(dst, payload, MaxDecompressedSize)
+	case CodecSnappy:
+		return appendUnsnappy(dst, payload, MaxDecompressedSize)
+	}
+	return dst, fmt.Errorf("%w: %v", ErrUnsupportedCodec, codec)
+}

@@ -205,38 +205,56 @@ func (d *DeepIterator) Consumed() int { return d.outer.Consumed() }
 // without wrappers costs what ValidateWhole costs and allocates nothing;
 // a wrapper is checked as it is inflated, in pieces (checkwrapper.go).
 func ValidateWholeDeep(set []byte) (count int, err error) {
+	count, _, err = ValidateWholeDeepCounts(set, nil)
+	return count, err
+}
+
+// ValidateWholeDeepCounts is ValidateWholeDeep that also appends to inner
+// the number of messages inside each wrapper, in order (the log numbers
+// them, log/index.go); inner comes back as given for a set without
+// wrappers.
+func ValidateWholeDeepCounts(set []byte, inner []int) (count int, _ []int, err error) {
 	it := NewIterator(set, 0)
 	for count += it.skipPlain(); it.Next(); count += it.skipPlain() {
 		// What skipPlain left: a wrapper, a bad message, or an empty one.
-		if err := validateOther(it.Message(), it.cur); err != nil {
-			return count, err
+		n, err := validateOther(it.Message(), it.cur)
+		if err != nil {
+			return count, inner, err
+		}
+		if it.Message().Codec() != CodecNone {
+			inner = append(inner, n)
 		}
 		count++
 	}
 	if err := it.Err(); err != nil {
-		return count, err
+		return count, inner, err
 	}
 	if it.Remaining() != 0 {
-		return count, fmt.Errorf("%w: %d bytes left after %d whole messages (%d bytes)", ErrTruncated, it.Remaining(), count, it.Consumed())
+		return count, inner, fmt.Errorf("%w: %d bytes left after %d whole messages (%d bytes)", ErrTruncated, it.Remaining(), count, it.Consumed())
 	}
-	return count, nil
+	return count, inner, nil
 }
 
 // validateOther is ValidateWholeDeep's check of a message at offset that
 // skipPlain left to it (a wrapper, a bad message, an empty magic-0 one): its
-// CRC, and if it is a wrapper, checkWrapper (which checks what Unpack would, without holding the inner
-// set).
-func validateOther(m Message, offset int) error {
+// CRC, a keyed message's key length, and if it is a wrapper,
+// checkWrapperCount (which checks what Unpack would, without holding the
+// inner set, and returns how many messages it holds; 0 for a plain message).
+func validateOther(m Message, offset int) (int, error) {
 	if !m.Valid() {
-		return fmt.Errorf("%w at offset %d (stored %08x)", ErrChecksum, offset, m.Checksum())
+		return 0, fmt.Errorf("%w at offset %d (stored %08x)", ErrChecksum, offset, m.Checksum())
 	}
 	if m.Codec() == CodecNone {
-		return nil
+		if _, _, err := m.KeyValue(); err != nil {
+			return 0, fmt.Errorf("message at offset %d: %w", offset, err)
+		}
+		return 0, nil
 	}
-	if err := checkWrapper(m); err != nil {
-		return fmt.Errorf("wrapper at offset %d: %w", offset, err)
+	n, err := checkWrapperCount(m)
+	if err != nil {
+		return 0, fmt.Errorf("wrapper at offset %d: %w", offset, err)
 	}
-	return nil
+	return n, nil
 }
 
 // maxPooledBuffer: a buffer that grew past 4 MiB (a wrapper of far more

@@ -50,6 +50,10 @@ const (
 	minBodyV1 = 1 + 1 + 4 // magic + attributes + crc
 
 	codecMask = 0x03
+	// AttrKeyed marks a magic-1 message whose payload carries a key
+	// (keyed.go); 0.7 never sets it.
+	AttrKeyed  = 0x04
+	attrsKnown = codecMask | AttrKeyed
 )
 
 // Codec is the compression codec named by a magic-1 message's attributes.
@@ -172,14 +176,17 @@ func checkHeader(set []byte, offset int64) (int, error) {
 		}
 		// The CRC covers the payload only (0.7's format), so the attributes
 		// byte is checked here: 0.7 uses its low two bits, for the codec,
-		// and nothing else. A flipped bit above them is corruption, and an
-		// unknown codec could never be read back.
+		// and this project bit 2 for a key (keyed.go), and nothing else. A
+		// flipped bit above them is corruption, an unknown codec could never
+		// be read back, and a wrapper has no key.
 		if len(set) > LengthSize+1 {
 			switch a := set[LengthSize+1]; {
-			case a&^codecMask != 0:
-				return 0, fmt.Errorf("%w: attributes %#02x at offset %d set bits other than the codec's two", ErrCorrupt, a, offset)
-			case Codec(a) > CodecSnappy:
-				return 0, fmt.Errorf("%w: %v at offset %d", ErrUnsupportedCodec, Codec(a), offset)
+			case a&^attrsKnown != 0:
+				return 0, fmt.Errorf("%w: attributes %#02x at offset %d set bits other than the codec's two and the key's", ErrCorrupt, a, offset)
+			case Codec(a&codecMask) > CodecSnappy:
+				return 0, fmt.Errorf("%w: %v at offset %d", ErrUnsupportedCodec, Codec(a&codecMask), offset)
+			case a&AttrKeyed != 0 && a&codecMask != 0:
+				return 0, fmt.Errorf("%w: attributes %#02x at offset %d: a compressed wrapper with a key", ErrCorrupt, a, offset)
 			}
 		}
 	default:

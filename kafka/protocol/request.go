@@ -175,6 +175,17 @@ const RequestHeaderSize = 6
 // once it knows its length (the broker waits for its request memory budget
 // before it reads a large body into a buffer of exactly that size).
 func ReadRequestHeader(r io.Reader, hdr []byte, maxSize int) (id int16, bodyLen int, err error) {
+	id, bodyLen, err = ReadRequestFrame(r, hdr, maxSize)
+	if err != nil {
+		return id, bodyLen, err
+	}
+	return checkRequestID(id, int64(bodyLen)+2)
+}
+
+// ReadRequestFrame is ReadRequestHeader without the check of the id: a
+// broker that serves another protocol on the same port (package
+// protocol08, whose api_key sits where the id does) decides by itself.
+func ReadRequestFrame(r io.Reader, hdr []byte, maxSize int) (id int16, bodyLen int, err error) {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxRequestSize
 	}
@@ -198,7 +209,7 @@ func ReadRequestHeader(r io.Reader, hdr []byte, maxSize int) (id int16, bodyLen 
 		}
 		return 0, 0, fmt.Errorf("protocol: reading request id: %w", err)
 	}
-	return checkRequestID(int16(binary.BigEndian.Uint16(hdr[4:])), size)
+	return int16(binary.BigEndian.Uint16(hdr[4:])), int(size - 2), nil
 }
 
 // ParseRequestHeader checks the RequestHeaderSize bytes of a request's
@@ -206,6 +217,16 @@ func ReadRequestHeader(r io.Reader, hdr []byte, maxSize int) (id int16, bodyLen 
 // ReadRequestHeader does after reading them, and returns the id and the
 // length of the body that follows.
 func ParseRequestHeader(hdr []byte, maxSize int) (id int16, bodyLen int, err error) {
+	id, bodyLen, err = ParseRequestFrame(hdr, maxSize)
+	if err != nil {
+		return id, bodyLen, err
+	}
+	return checkRequestID(id, int64(bodyLen)+2)
+}
+
+// ParseRequestFrame is ParseRequestHeader without the check of the id (see
+// ReadRequestFrame).
+func ParseRequestFrame(hdr []byte, maxSize int) (id int16, bodyLen int, err error) {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxRequestSize
 	}
@@ -214,7 +235,15 @@ func ParseRequestHeader(hdr []byte, maxSize int) (id int16, bodyLen int, err err
 	if err := checkRequestSize(size, maxSize); err != nil {
 		return 0, 0, err
 	}
-	return checkRequestID(int16(binary.BigEndian.Uint16(hdr[4:])), size)
+	return int16(binary.BigEndian.Uint16(hdr[4:])), int(size - 2), nil
+}
+
+// CheckRequestID refuses an id no 0.7 broker serves (ErrUnknownRequest).
+func CheckRequestID(id int16) error {
+	if id < RequestProduce || id > requestLast {
+		return fmt.Errorf("%w: %d", ErrUnknownRequest, id)
+	}
+	return nil
 }
 
 // checkRequestSize refuses a size field above maxSize or below the 2-byte id.

@@ -1,0 +1,138 @@
+package protocol08
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// The client's side, for tests and tools: requests framed with their
+// header, responses read and decoded (the layouts are in each request's
+// file). Request bodies are built with the Append*Body functions.
+
+// AppendRequest appends a whole request: size, header h, body.
+func AppendRequest(dst []byte, h Header, body []byte) []byte {
+	dst, start := beginRequest(dst, h)
+	dst = append(dst, body...)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// AppendProduceBody appends a Produce v0 body with one set per part.
+func AppendProduceBody(dst []byte, acks int16, timeoutMs int32, parts []ProducePart) []byte {
+	dst = appendInt16(dst, acks)
+	dst = appendInt32(dst, timeoutMs)
+	return groupByTopic(dst, len(parts), func(i int) string { return parts[i].Topic }, func(dst []byte, i int) []byte {
+		dst = appendInt32(dst, parts[i].Partition)
+		return appendBytes(dst, parts[i].Set)
+	})
+}
+
+// AppendFetchBody appends a Fetch v0 body of a client (replica_id -1).
+func AppendFetchBody(dst []byte, maxWaitMs, minBytes int32, parts []FetchPart) []byte {
+	dst = appendInt32(dst, -1)
+	dst = appendInt32(dst, maxWaitMs)
+	dst = appendInt32(dst, minBytes)
+	return groupByTopic(dst, len(parts), func(i int) string { return parts[i].Topic }, func(dst []byte, i int) []byte {
+		dst = appendInt32(dst, parts[i].Partition)
+		dst = appendInt64(dst, parts[i].Offset)
+		return appendInt32(dst, parts[i].MaxBytes)
+	})
+}
+
+// AppendOffsetsBody appends an Offsets v0 body of a client.
+func AppendOffsetsBody(dst []byte, parts []OffsetsPart) []byte {
+	dst = appendInt32(dst, -1)
+	return groupByTopic(dst, len(parts), func(i int) string { return parts[i].Topic }, func(dst []byte, i int) []byte {
+		dst = appendInt32(dst, parts[i].Partition)
+		dst = appendInt64(dst, parts[i].Time)
+		return appendInt32(dst, parts[i].MaxOffsets)
+	})
+}
+
+// AppendMetadataBody appends a Metadata v0 body.
+func AppendMetadataBody(dst []byte, topics []string) []byte {
+	dst = appendInt32(dst, int32(len(topics)))
+	for _, t := range topics {
+		dst = appendString(dst, t)
+	}
+	return dst
+}
+
+// ReadResponse reads one response (at most maxSize bytes) and returns its
+// correlation id and body.
+func ReadResponse(r io.Reader, maxSize int) (int32, []byte, error) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(r, hdr[:4]); err != nil {
+		return 0, nil, err
+	}
+	n := int(int32(binary.BigEndian.Uint32(hdr[:])))
+	if n < 4 || n > maxSize {
+		return 0, nil, fmt.Errorf("%w: response size %d", ErrMalformed, n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return 0, nil, err
+	}
+	return int32(binary.BigEndian.Uint32(b)), b[4:], nil
+}
+
+// topicParts walks [string topic | [part]] calling part for each partition.
+func topicParts(r *reader, minPart int, part func(topic string)) {
+	nt := r.count("topic", 2+4)
+	for i := 0; i < nt && r.err == nil; i++ {
+		t := r.string("topic")
+		np := r.count("partition", minPart)
+		for j := 0; j < np && r.err == nil; j++ {
+			part(t)
+		}
+	}
+}
+
+// DecodeProduceResponse decodes a Produce v0 answer.
+func DecodeProduceResponse(body []byte) ([]ProduceResult, error) {
+	r := reader{b: body, kind: "Produce response"}
+	var out []ProduceResult
+	topicParts(&r, 14, func(t string) {
+		out = append(out, ProduceResult{Topic: t, Partition: r.int32("partition"), Error: errCode(r.int16("error")), Offset: r.int64("offset")})
+	})
+	return out, r.end()
+}
+
+// DecodeFetchResponse decodes a Fetch v0 answer; sets are sub-slices of body.
+func DecodeFetchResponse(body []byte) ([]FetchResult, error) {
+	r := reader{b: body, kind: "Fetch response"}
+	var out []FetchResult
+	topicParts(&r, 18, func(t string) {
+		res := FetchResult{Topic: t, Partition: r.int32("partition"), Error: errCode(r.int16("error")), HighWatermark: r.int64("high_watermark")}
+		res.Set = r.bytes("message set")
+		out = append(out, res)
+	})
+	return out, r.end()
+}
+
+// DecodeOffsetsResponse decodes an Offsets v0 answer.
+func DecodeOffsetsResponse(body []byte) ([]OffsetsResult, error) {
+	r := reader{b: body, kind: "Offsets response"}
+	var out []OffsetsResult
+	topicParts(&r, 10, func(t string) {
+		res := OffsetsResult{Topic: t, Partition: r.int32("partition"), Error: errCode(r.int16("error"))}
+		n := r.count("offset", 8)
+		for k := 0; k < n; k++ {
+			res.Offsets = append(res.Offsets, r.int64("offset"))
+		}
+		out = append(out, res)
+	})
+	return out, r.end()
+}
+
+// DecodeAPIVersionsResponse decodes an ApiVersions v0 answer.
+func DecodeAPIVersionsResponse(body []byte) (errorCode int16, served []VersionRange, err error) {
+	r := reader{b: body, kind: "ApiVersions response"}
+	errorCode = r.int16("error")
+	n := r.count("api", 6)
+	for i := 0; i < n; i++ {
+		served = append(served, VersionRange{r.int16("api_key"), r.int16("min_version"), r.int16("max_version")})
+	}
+	return errorCode, served, r.end()
+}
