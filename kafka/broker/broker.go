@@ -101,7 +101,7 @@ type Broker struct {
 	reg      Registrar
 	repl     *replication.Manager // nil without ZooKeeper: no replicated topics
 	ln       *net.TCPListener
-	maxFetch int // fetch sizes are capped here (max.socket.request.bytes)
+	maxFetch int           // fetch sizes are capped here (max.socket.request.bytes)
 	groups   *groupOffsets // offsets committed through the Kafka protocol (groupoffsets.go)
 
 	mem   *requestMemory // queued.max.request.bytes (memory.go)

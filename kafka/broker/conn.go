@@ -57,8 +57,8 @@ type conn struct {
 	codes     []protocol.ErrorCode
 	ans       *answerer // acks=-1 answers waiting for their commits (ackedanswers.go); nil until the first
 
-	speaks speaks    // the protocol of this connection, decided by its first request
-	k08    *conn08   // the Kafka protocol's state (kafka08.go), once it speaks it
+	speaks speaks  // the protocol of this connection, decided by its first request
+	k08    *conn08 // the Kafka protocol's state (kafka08.go), once it speaks it
 }
 
 // speaks is which protocol a connection speaks.

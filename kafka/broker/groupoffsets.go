@@ -3,8 +3,8 @@ package broker
 import (
 	"bufio"
 	"fmt"
-	"os"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
