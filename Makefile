@@ -4,7 +4,8 @@
 #                         (both: NETWORK=1gbit puts servers and clients on two hosts joined by a
 #                         1 Gb/s link, two network namespaces and tc tbf; any rate tc takes, e.g.
 #                         NETWORK=10gbit; needs root. Default NETWORK=loopback, one machine)
-#   make test             every test, real servers included (the hot paths' allocation checks too), plus short fuzz runs
+#   make test             every test, real servers included (the hot paths' allocation checks too), the Kafka
+#                         clients of kafka/clientstest (a module of its own), plus short fuzz runs
 #   make test-faults      replication's fault tests at length (kill -9, damaged logs, cuts, slow links; failover times)
 #   make bench            the benchmarks, the hot paths' among them (MB/s, msgs/s and allocations)
 #   make perf             producer-perf and consumer-perf against a broker process (docs/PERFORMANCE.md)
@@ -44,6 +45,7 @@ deps:
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 70m ./...
+	cd kafka/clientstest && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 	$(MAKE) fuzz
 
 # Replication's fault tests (kafka/faults_test.go, kafka/faults_netns_test.go: hosts in network

@@ -10,4 +10,6 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 need_package kcat command -v kcat
 # From /, so that this repository's kafka/ directory does not shadow the module.
 need_package python3-kafka sh -c 'cd / && /usr/bin/python3 -c "import kafka.producer"'
+# kafka-python compresses snappy through python-snappy.
+need_package python3-snappy sh -c 'cd / && /usr/bin/python3 -c "import snappy"'
 echo "kafka-clients: $(kcat -V 2>&1 | grep -m1 -i version), kafka-python $(cd / && /usr/bin/python3 -c 'import kafka.version; print(kafka.version.__version__)')"
