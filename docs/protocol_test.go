@@ -21,6 +21,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol08"
 )
 
 const protocolDoc = "docs/PROTOCOL.md"
@@ -176,6 +177,8 @@ func examples() map[string][]byte {
 		"epoch-end-offset": protocol.EpochEndOffsetRequest{ReplicaID: 2,
 			Partitions: []protocol.EpochQuery{{Topic: "r", Partition: 0, Epoch: 1}}}.AppendTo(nil),
 		"epoch-end-offset-response": protocol.AppendEpochEndResponse(nil, []protocol.EpochEnd{{Topic: "r", Partition: 0, Epoch: 1, EndOffset: 14}}),
+		"message-keyed":             message.AppendKeyed(nil, []byte("k"), []byte("hello")),
+		"entry-08":                  protocol08.AppendEntry(nil, 7, []byte("k"), []byte("hello")),
 	}
 }
 

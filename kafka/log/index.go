@@ -76,6 +76,11 @@ type offsetIndex struct {
 	entries []indexEntry
 	saved   int // entries already in the file
 	fresh   bool
+
+	// lastPos is the position of the last entry, for the appender (under
+	// Log.mu, or before the log is shared), so that an append that adds no
+	// entry takes no lock.
+	lastPos int64
 }
 
 func indexPath(segPath string) string {
@@ -100,6 +105,7 @@ func (x *offsetIndex) add(logical, pos int64) {
 	x.mu.Lock()
 	x.entries = append(x.entries, indexEntry{uint32(logical - x.base), uint32(pos)})
 	x.mu.Unlock()
+	x.lastPos = pos
 }
 
 // floorLogical is the last entry at or below logical offset l.
@@ -128,7 +134,26 @@ func (x *offsetIndex) cut(pos int64) {
 	x.entries = x.entries[:max(n, 1)]
 	x.saved = min(x.saved, len(x.entries))
 	x.fresh = true // rewrite the file whole
+	x.lastPos = int64(x.entries[len(x.entries)-1].pos)
 	x.mu.Unlock()
+}
+
+// indexSaveEvery is how many new entries (about 1 MiB of log) a flush lets
+// pile up before it saves them: the file is a hint, and the tail of the last
+// segment past its last saved entry is walked again on open anyway, so
+// saving at every flush (one open, write and close per 500 messages of a
+// batch-1 producer) would cost more than it spares.
+const indexSaveEvery = 256
+
+// saveIfDue is save when indexSaveEvery entries are waiting (the flusher's).
+func (x *offsetIndex) saveIfDue() error {
+	x.mu.RLock()
+	due := x.fresh || len(x.entries)-x.saved >= indexSaveEvery
+	x.mu.RUnlock()
+	if !due {
+		return nil
+	}
+	return x.save()
 }
 
 // save writes what the file lacks: the whole index after a cut or at
@@ -200,6 +225,7 @@ func loadIndex(s *segment) (x *offsetIndex, ok bool) {
 	}
 	x.saved = len(x.entries)
 	x.fresh = x.saved != (len(b)-indexHeaderSize)/indexEntrySize
+	x.lastPos = int64(prev.pos)
 	return x, true
 }
 
@@ -287,15 +313,19 @@ func innerCount(m message.Message) int {
 	return n
 }
 
-// indexAppend records a set just appended at segment position pos of s,
-// whose first message has logical offset first; inner, when not nil, is how
-// many messages each of its wrappers holds (counted as the set was
-// validated). It returns the logical offset after the set. Called under
-// Log.mu.
-func (s *segment) indexAppend(set []byte, pos, first int64, inner []int) int64 {
+// indexAppend records a set of count messages just appended at segment
+// position pos of s, whose first message has logical offset first, and
+// returns the logical offset after the set. With counted, inner is how many
+// messages each of its wrappers holds, as the validation counted them, and
+// a set without wrappers is not walked; without, the set is walked and its
+// wrappers counted here. Called under Log.mu.
+func (s *segment) indexAppend(set []byte, pos, first int64, count int, inner []int, counted bool) int64 {
 	x := s.idx
-	if _, lastPos := x.last(); pos-lastPos >= indexInterval {
+	if pos-x.lastPos >= indexInterval {
 		x.add(first, pos)
+	}
+	if counted && len(inner) == 0 {
+		return first + int64(count)
 	}
 	logical := first
 	for p := 0; p+message.LengthSize+2 <= len(set); {
@@ -314,6 +344,21 @@ func (s *segment) indexAppend(set []byte, pos, first int64, inner []int) int64 {
 		p += total
 	}
 	return logical
+}
+
+// indexLocked is appendLocked's index work for a set of count messages
+// appended at log offset offset of the active segment s, when it is more
+// than an addition (see indexAppend): a set that reaches nextIdx, or one
+// that appendChecked marked with nextIdx -1, leaving its wrappers' counts
+// in l.inner (l.counted false: not counted). l.mu is held.
+func (l *Log) indexLocked(s *segment, set []byte, offset int64, count int) {
+	inner, counted := []int(nil), true
+	if l.nextIdx < 0 {
+		inner, counted = l.inner, l.counted
+		l.inner, l.counted = nil, true
+	}
+	l.lend = s.indexAppend(set, offset-s.start, l.lend, count, inner, counted)
+	l.nextIdx = s.start + s.idx.lastPos + indexInterval
 }
 
 // removeIndex deletes the index file of a deleted segment.
@@ -335,7 +380,8 @@ func (l *Log) cutIndexLocked(s *segment) error {
 	if err != nil {
 		return err
 	}
-	l.lend.Store(end)
+	l.lend = end
+	l.nextIdx = s.start + s.idx.lastPos + indexInterval
 	if err := s.idx.save(); err != nil {
 		l.log.Warn("could not save offset index; it is rebuilt on the next open", "err", err)
 	}
@@ -343,7 +389,11 @@ func (l *Log) cutIndexLocked(s *segment) error {
 }
 
 // LogicalEnd is the logical offset (0.8's) the next appended message gets.
-func (l *Log) LogicalEnd() int64 { return l.lend.Load() }
+func (l *Log) LogicalEnd() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lend
+}
 
 // LogicalStart is the logical offset of the first message still held.
 func (l *Log) LogicalStart() int64 { return (*l.segs.Load())[0].idx.base }
@@ -355,9 +405,9 @@ func (l *Log) LogicalStart() int64 { return (*l.segs.Load())[0].idx.base }
 // logical end, or before the first message held, is ErrOffsetOutOfRange.
 func (l *Log) Locate(n int64) (offset, at int64, err error) {
 	segs := *l.segs.Load()
-	if n < segs[0].idx.base || n > l.lend.Load() {
+	if end := l.LogicalEnd(); n < segs[0].idx.base || n > end {
 		return 0, 0, fmt.Errorf("%w: logical offset %d of %s, outside [%d, %d]",
-			ErrOffsetOutOfRange, n, l.dir, segs[0].idx.base, l.lend.Load())
+			ErrOffsetOutOfRange, n, l.dir, segs[0].idx.base, end)
 	}
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].idx.base > n }) - 1
 	// An empty segment shares its base with the one before it; the search

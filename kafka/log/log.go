@@ -36,11 +36,14 @@ type Log struct {
 	buf      []byte   // bytes of the active segment not yet written to its file
 	written  int64    // bytes of the active segment already in its file
 	appended int64    // messages appended since the log was opened
+	lend     int64    // logical end: the 0.8 offset the next message gets (index.go)
+	nextIdx  int64    // the log offset from which an append adds an index entry (index.go)
+	inner    []int    // appendChecked's inner and counted for indexLocked, when nextIdx is -1
+	counted  bool
 	failed   *failure // non-nil while a storage error keeps appends out (failure.go)
 
 	segs    atomic.Pointer[[]*segment] // sorted by start; replaced, never modified
 	leo     atomic.Int64               // log end offset: everything appended
-	lend    atomic.Int64               // logical end: the 0.8 offset the next message gets (index.go)
 	flushed atomic.Int64               // the flushed end (FlushedEnd): everything fsynced
 	closed  atomic.Bool
 
@@ -95,7 +98,8 @@ func open(dir string, cfg Config, recover bool, expect *segmentRecord, st storag
 	l.written = last.size.Load()
 	l.segs.Store(&segs)
 	l.leo.Store(last.end())
-	l.lend.Store(lend)
+	l.lend = lend
+	l.nextIdx = last.start + last.idx.lastPos + indexInterval
 	l.flushed.Store(last.end())
 	l.wg.Add(1)
 	go l.flushLoop()
@@ -118,31 +122,40 @@ func (l *Log) Dir() string { return l.dir }
 // stays failed (failure.go).
 func (l *Log) Append(set []byte) (offset int64, err error) {
 	// §3.3: every message carries a CRC; check them all before writing any.
-	count, inner, err := message.ValidateWholeDeepCounts(set, nil)
+	var inner []int
+	count, err := message.ValidateWholeDeepInto(set, &inner)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %d-byte set refused whole: %w", ErrInvalidMessage, len(set), err)
 	}
-	return l.appendChecked(set, count, inner, false)
+	return l.appendChecked(set, count, inner, true, false)
 }
 
 // appendValidated is Append after validation: count is the number of
 // messages of set.
 func (l *Log) appendValidated(set []byte, count int) (offset int64, err error) {
-	return l.appendChecked(set, count, nil, false)
+	return l.appendChecked(set, count, nil, false, false)
 }
 
-// appendChecked is appendValidated; inner is the number of messages in each
-// wrapper of set, in order, when the validation counted them (nil: the
-// index counts them, index.go); through writes set to the file at
+// appendChecked is appendValidated; with counted, inner is the number of
+// messages in each wrapper of set, in order, as the validation counted them
+// (without, the index counts them, index.go); through writes set to the file at
 // once, straight from the caller's slice, instead of copying it into the
 // write buffer (AppendReplicaPrefix).
-func (l *Log) appendChecked(set []byte, count int, inner []int, through bool) (offset int64, err error) {
+func (l *Log) appendChecked(set []byte, count int, inner []int, counted, through bool) (offset int64, err error) {
 	if len(set) == 0 {
 		return l.leo.Load(), nil
 	}
 
 	l.mu.Lock()
-	offset, due, err := l.appendLocked(set, count, inner, through)
+	if !counted || len(inner) > 0 {
+		// Not a set of plain messages counted by its validation: the
+		// index walks it (indexLocked).
+		l.inner, l.counted, l.nextIdx = inner, counted, -1
+	}
+	offset, due, err := l.appendLocked(set, count, through)
+	if err != nil && l.nextIdx < 0 { // not appended: the next set must not take its counts
+		l.inner, l.counted, l.nextIdx = nil, true, 0
+	}
 	if err != nil && l.failed != nil {
 		l.failed.refused++
 	}
@@ -161,7 +174,7 @@ func (l *Log) appendChecked(set []byte, count int, inner []int, through bool) (o
 // whatever the buffer holds, without copying it into the buffer. A storage error leaves the log as it was
 // before the call (writeAt undoes a partial write) and fails the partition:
 // until a probe write succeeds, appends get ErrStorage (failure.go).
-func (l *Log) appendLocked(set []byte, count int, inner []int, through bool) (offset int64, due bool, err error) {
+func (l *Log) appendLocked(set []byte, count int, through bool) (offset int64, due bool, err error) {
 	if l.closed.Load() {
 		return 0, false, fmt.Errorf("%w: append to %s", ErrClosed, l.dir)
 	}
@@ -193,8 +206,15 @@ func (l *Log) appendLocked(set []byte, count int, inner []int, through bool) (of
 		l.buf = append(l.buf, set...)
 	}
 	active.size.Add(int64(len(set)))
-	l.lend.Store(active.indexAppend(set, offset-active.start, l.lend.Load(), inner))
 	l.leo.Store(offset + int64(len(set)))
+	// The logical offsets (index.go): a set of plain messages, counted by
+	// its validation, that adds no index entry costs an addition (any
+	// other set has set nextIdx to -1).
+	if offset < l.nextIdx {
+		l.lend += int64(count)
+	} else {
+		l.indexLocked(active, set, offset, count)
+	}
 	// §3.1: flush after every log.flush.interval messages. A flush is due
 	// when this append crosses a multiple of the interval, which keeps the
 	// flush points of 0.7 (whose append flushed synchronously at the count)
@@ -246,7 +266,8 @@ func (l *Log) rollLocked() (*segment, error) {
 	if err != nil {
 		return nil, l.failLocked(err, 0, false)
 	}
-	s.idx = newIndex(s.path, l.lend.Load())
+	s.idx = newIndex(s.path, l.lend)
+	l.nextIdx = s.start + indexInterval
 	if err := s.idx.save(); err != nil {
 		l.log.Warn("could not save offset index; it is rebuilt on the next open", "err", err)
 	}
@@ -338,7 +359,7 @@ func (l *Log) flush(force bool) error {
 		if e := l.st.Sync(s.file); e != nil && err == nil {
 			err = fmt.Errorf("fsync %s: %w", s.path, e)
 		}
-		if e := s.idx.save(); e != nil {
+		if e := s.idx.saveIfDue(); e != nil {
 			l.log.Warn("could not save offset index; it is rebuilt on the next open", "err", e)
 		}
 		l.syncs.add(time.Since(t0))

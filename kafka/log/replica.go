@@ -69,7 +69,7 @@ func (l *Log) AppendReplica(set []byte) (offset int64, err error) {
 // error appends nothing (valid is then 0).
 func (l *Log) AppendReplicaPrefix(set []byte) (offset int64, valid int, err error) {
 	valid, count, bad := message.Validate(set)
-	if offset, err = l.appendChecked(set[:valid], count, nil, true); err != nil {
+	if offset, err = l.appendChecked(set[:valid], count, nil, false, true); err != nil {
 		return offset, 0, err
 	}
 	if bad != nil {

@@ -205,34 +205,33 @@ func (d *DeepIterator) Consumed() int { return d.outer.Consumed() }
 // without wrappers costs what ValidateWhole costs and allocates nothing;
 // a wrapper is checked as it is inflated, in pieces (checkwrapper.go).
 func ValidateWholeDeep(set []byte) (count int, err error) {
-	count, _, err = ValidateWholeDeepCounts(set, nil)
-	return count, err
+	return ValidateWholeDeepInto(set, nil)
 }
 
-// ValidateWholeDeepCounts is ValidateWholeDeep that also appends to inner
-// the number of messages inside each wrapper, in order (the log numbers
-// them, log/index.go); inner comes back as given for a set without
-// wrappers.
-func ValidateWholeDeepCounts(set []byte, inner []int) (count int, _ []int, err error) {
+// ValidateWholeDeepInto is ValidateWholeDeep that also appends to *inner,
+// when inner is not nil, the number of messages inside each wrapper, in
+// order (the log numbers them, log/index.go); a set without wrappers leaves
+// it as it was.
+func ValidateWholeDeepInto(set []byte, inner *[]int) (count int, err error) {
 	it := NewIterator(set, 0)
 	for count += it.skipPlain(); it.Next(); count += it.skipPlain() {
 		// What skipPlain left: a wrapper, a bad message, or an empty one.
 		n, err := validateOther(it.Message(), it.cur)
 		if err != nil {
-			return count, inner, err
+			return count, err
 		}
-		if it.Message().Codec() != CodecNone {
-			inner = append(inner, n)
+		if inner != nil && it.Message().Codec() != CodecNone {
+			*inner = append(*inner, n)
 		}
 		count++
 	}
 	if err := it.Err(); err != nil {
-		return count, inner, err
+		return count, err
 	}
 	if it.Remaining() != 0 {
-		return count, inner, fmt.Errorf("%w: %d bytes left after %d whole messages (%d bytes)", ErrTruncated, it.Remaining(), count, it.Consumed())
+		return count, fmt.Errorf("%w: %d bytes left after %d whole messages (%d bytes)", ErrTruncated, it.Remaining(), count, it.Consumed())
 	}
-	return count, inner, nil
+	return count, nil
 }
 
 // validateOther is ValidateWholeDeep's check of a message at offset that
