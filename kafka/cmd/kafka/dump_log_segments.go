@@ -19,7 +19,7 @@ func init() {
 		Name:       "dump-log-segments",
 		Positional: true,
 		Args:       "[--print-payload] [--deep-iteration] FILE...",
-		Summary:    "print every message of segment files: offset, size, magic, codec, CRC validity (and what wrappers hold)",
+		Summary:    "print every message of segment files: offset (and 0.8's logical offset), size, magic, codec, key, CRC validity (and what wrappers hold)",
 		Run:        dumpLogSegments,
 	})
 }
@@ -68,7 +68,15 @@ func dumpSegment(path string, opt dumpOptions, out *bufio.Writer) error {
 	if err != nil {
 		base = 0
 	}
-	fmt.Fprintf(out, "Dumping %s (starting offset %d, %d bytes)\n", path, base, st.Size())
+	// docs/PROTOCOL.md §12: the segment's index names the logical offset of
+	// its first message; without one, logical offsets are not shown.
+	logical := int64(-1)
+	if ib, err := os.ReadFile(strings.TrimSuffix(path, ".kafka") + ".index"); err == nil && len(ib) >= 8 {
+		logical = int64(binary.BigEndian.Uint64(ib))
+		fmt.Fprintf(out, "Dumping %s (starting offset %d, logical offset %d, %d bytes)\n", path, base, logical, st.Size())
+	} else {
+		fmt.Fprintf(out, "Dumping %s (starting offset %d, %d bytes; no index: logical offsets not shown)\n", path, base, st.Size())
+	}
 	r := bufio.NewReaderSize(f, 1<<20)
 	var buf, inner []byte
 	var pos int64
@@ -100,7 +108,7 @@ func dumpSegment(path string, opt dumpOptions, out *bufio.Writer) error {
 		if _, err := io.ReadFull(r, m[4:]); err != nil {
 			return fmt.Errorf("%s: reading message at offset %d: %w", path, base+pos, err)
 		}
-		if err := describe(out, "", message.Message(m), base+pos, opt.payload); err != nil {
+		if err := describe(out, "", message.Message(m), base+pos, &logical, opt.payload); err != nil {
 			fmt.Fprintf(out, "corrupt message at offset %d: %v; stopping\n", base+pos, err)
 			break
 		}
@@ -128,7 +136,8 @@ func describeInner(out *bufio.Writer, m message.Message, offset int64, printPayl
 	it := message.NewIterator(buf, 0)
 	n := 0
 	for it.Next() {
-		if err := describe(out, "  inner ", it.Message(), it.Offset(), printPayload); err != nil {
+		noLogical := int64(-1)
+		if err := describe(out, "  inner ", it.Message(), it.Offset(), &noLogical, printPayload); err != nil {
 			fmt.Fprintf(out, "  corrupt inner message at byte %d: %v\n", it.Offset(), err)
 			return buf
 		}
@@ -139,8 +148,10 @@ func describeInner(out *bufio.Writer, m message.Message, offset int64, printPayl
 }
 
 // describe prints one line for m, or returns an error for an unknown magic
-// or a magic-1 message too short for its header.
-func describe(out *bufio.Writer, prefix string, m message.Message, offset int64, printPayload bool) error {
+// or a magic-1 message too short for its header. *logical, unless -1, is
+// 0.8's logical offset of m (of its first inner message, for a wrapper), and
+// is moved past m.
+func describe(out *bufio.Writer, prefix string, m message.Message, offset int64, logical *int64, printPayload bool) error {
 	magic := m.Magic()
 	if magic != message.MagicV0 && magic != message.MagicV1 {
 		return fmt.Errorf("unknown magic %d", magic)
@@ -152,9 +163,38 @@ func describe(out *bufio.Writer, prefix string, m message.Message, offset int64,
 	if !m.Valid() {
 		valid = fmt.Sprintf("false (stored %08x, computed %08x)", m.Checksum(), crc32.ChecksumIEEE(m.Payload()))
 	}
-	fmt.Fprintf(out, "%soffset: %d size: %d magic: %d codec: %s crc valid: %s", prefix, offset, len(m), magic, m.Codec(), valid)
+	fmt.Fprintf(out, "%soffset: %d", prefix, offset)
+	if *logical >= 0 {
+		n := int64(1)
+		if m.Codec() != message.CodecNone {
+			k, err := message.InnerCount(m)
+			if err != nil {
+				k = 1
+			}
+			n = int64(k)
+		}
+		if n == 1 {
+			fmt.Fprintf(out, " logical: %d", *logical)
+		} else {
+			fmt.Fprintf(out, " logical: %d-%d", *logical, *logical+n-1)
+		}
+		*logical += n
+	}
+	fmt.Fprintf(out, " size: %d magic: %d codec: %s", len(m), magic, m.Codec())
+	key, value, kerr := m.KeyValue()
+	if m.Keyed() {
+		if kerr != nil {
+			fmt.Fprintf(out, " key: (%v)", kerr)
+		} else {
+			fmt.Fprintf(out, " key: %q", key)
+		}
+	}
+	fmt.Fprintf(out, " crc valid: %s", valid)
 	if printPayload {
-		fmt.Fprintf(out, " payload: %q", m.Payload())
+		if kerr != nil {
+			value = m.Payload()
+		}
+		fmt.Fprintf(out, " payload: %q", value)
 	}
 	return out.WriteByte('\n')
 }

@@ -2,16 +2,18 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol08"
 )
 
 func init() {
 	register(&command{
 		Name:    "get-offset-shell",
-		Args:    "--broker-list HOST:PORT --topic TOPIC [--partition P] --time -1|-2|MS [--offsets N]",
-		Summary: "print a partition's segment start offsets before a time (-1 latest, -2 earliest)",
+		Args:    "--broker-list HOST:PORT --topic TOPIC [--partition P] --time -1|-2|MS [--offsets N] [--logical]",
+		Summary: "print a partition's segment start offsets before a time (-1 latest, -2 earliest); with --logical, 0.8's logical offset beside each",
 		Run:     getOffsetShell,
 	})
 }
@@ -23,6 +25,7 @@ func getOffsetShell(args []string, std stdio) error {
 	partition := fs.Int("partition", 0, "partition number on that broker (of a replicated topic: its number; the leader answers)")
 	t := fs.Int64("time", -1, "-1 (latest: the flushed end), -2 (earliest) or ms since the epoch")
 	n := fs.Int("offsets", 1, "how many offsets at most")
+	logical := fs.Bool("logical", false, "print beside each byte offset the logical offset (0.8's: the message's number) that the Kafka protocol's Offsets request gives")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -38,10 +41,52 @@ func getOffsetShell(args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
-	for _, o := range offs {
-		fmt.Fprintln(std.Out, o)
+	var logs []int64
+	if *logical {
+		addr := leaderAddr(firstBroker(*broker), *topic, *partition)
+		if logs, err = logicalOffsets(addr, *topic, int32(*partition), *t, int32(*n)); err != nil {
+			return err
+		}
+		if len(logs) != len(offs) {
+			return fmt.Errorf("get-offset-shell: %d byte offsets but %d logical ones (the log moved between the two requests); ask again", len(offs), len(logs))
+		}
+	}
+	for i, o := range offs {
+		if *logical {
+			fmt.Fprintf(std.Out, "%d logical %d\n", o, logs[i])
+		} else {
+			fmt.Fprintln(std.Out, o)
+		}
 	}
 	return nil
+}
+
+// logicalOffsets asks addr the Kafka protocol's Offsets v0 (docs/PROTOCOL.md
+// §12) for partition's offsets before t.
+func logicalOffsets(addr, topic string, partition int32, t int64, n int32) ([]int64, error) {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("get-offset-shell: %w", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	body := protocol08.AppendOffsetsBody(nil, []protocol08.OffsetsPart{{Topic: topic, Partition: partition, Time: t, MaxOffsets: n}})
+	req := protocol08.AppendRequest(nil, protocol08.Header{APIKey: protocol08.KeyOffsets, CorrelationID: 1, ClientID: "get-offset-shell"}, body)
+	if _, err := c.Write(req); err != nil {
+		return nil, fmt.Errorf("get-offset-shell: Offsets to %s: %w", addr, err)
+	}
+	_, resp, err := protocol08.ReadResponse(c, 1<<20)
+	if err != nil {
+		return nil, fmt.Errorf("get-offset-shell: Offsets answer from %s: %w", addr, err)
+	}
+	res, err := protocol08.DecodeOffsetsResponse(resp)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != 1 || res[0].Error != 0 {
+		return nil, fmt.Errorf("get-offset-shell: Offsets answer from %s for %s-%d: %+v", addr, topic, partition, res)
+	}
+	return res[0].Offsets, nil
 }
 
 // leaderAddr is where to ask about a partition given on the command line with --broker: for a replicated

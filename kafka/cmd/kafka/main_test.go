@@ -100,6 +100,10 @@ func TestConsoleProducerAndShells(t *testing.T) {
 	if out != wantOut {
 		t.Fatalf("simple-consumer-shell printed\n%q\nwant\n%q", out, wantOut)
 	}
+	// Both numbers of the end: byte 53 (9 + 5, 9 + 6, 9 + 0, 9 + 6 bytes before it) and message 4.
+	if code, out, errOut := runCmd("", "get-offset-shell", "--broker", addr, "--topic", "lines", "--time", "-1", "--logical"); code != 0 || out != "53 logical 4\n" {
+		t.Errorf("get-offset-shell --logical: exit %d, %q %s; want \"53 logical 4\"", code, out, errOut)
+	}
 }
 
 // waitLatest waits until get-offset-shell reports want as the latest offset
