@@ -77,6 +77,7 @@ fuzz:
 	$(GO) test ./kafka/message -run '^$$' -fuzz '^FuzzMessageSet$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./kafka/message -run '^$$' -fuzz '^FuzzDecompress$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./kafka/protocol -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./kafka/protocol08 -run '^$$' -fuzz '^FuzzDecode08$$' -fuzztime $(FUZZTIME)
 
 # No deps here: with Docker nothing needs installing, and the local servers'
 # scripts install their Debian package when it is missing.
