@@ -12,6 +12,7 @@
 #   make perf-check       the hot paths against a base commit (results/perf/baseline, or BASE=<rev>):
 #                         instructions per message (callgrind), allocations, wall clock; fails on a regression
 #   make ceiling          the machine's ceiling for our workload beside producer-perf and consumer-perf
+#   make dist             the textbook's kafka_2.9.2-0.8.1.1/ folder and .tgz, in dist/
 GO       ?= go
 # Where the servers of the experiments run: auto (containers whenever a
 # Docker engine answers and the images can be had, which reproduce makes
@@ -31,13 +32,18 @@ NETWORK  ?= loopback
 
 OUTFLAG := $(if $(OUT),--out $(OUT),)
 
-.PHONY: all build test test-short bench perf perf-check ceiling fuzz deps reproduce reproduce-quick images clean
+.PHONY: all build dist test test-short bench perf perf-check ceiling fuzz deps reproduce reproduce-quick images clean
 
 all: build
 
 build:
 	$(GO) build -o bin/kafka ./kafka/cmd/kafka
 	$(GO) build -o bin/reproduce ./experiments/cmd/reproduce
+
+# The folder and tarball the textbook's chapter 3 unpacks, kafka_2.9.2-0.8.1.1 (scripts/dist.sh), in DIST.
+DIST ?= dist
+dist:
+	bash scripts/dist.sh $(DIST)
 
 deps:
 	bash scripts/install-deps.sh
@@ -91,4 +97,4 @@ images:
 	bash scripts/build-images.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
