@@ -167,7 +167,11 @@ func LoadConfig(path string, overrides map[string]string) (Config, error) {
 	for _, p := range props {
 		known, err := properties.Set(fields, p.Key, p.Value)
 		if !known {
-			slog.Warn("unknown server.properties key ignored", "component", "broker", "key", p.Key, "value", p.Value, "where", p.Where(path))
+			if near := properties.Nearest(fields, p.Key); near != "" {
+				slog.Warn("unknown server.properties key ignored: did you mean "+near+"?", "component", "broker", "key", p.Key, "value", p.Value, "where", p.Where(path))
+			} else {
+				slog.Warn("unknown server.properties key ignored", "component", "broker", "key", p.Key, "value", p.Value, "where", p.Where(path))
+			}
 			continue
 		}
 		if err != nil {

@@ -132,3 +132,24 @@ func TestConfig08Names(t *testing.T) {
 		}
 	}
 }
+
+// A misspelt name is ignored, as 0.7 did, with the nearest known one in the warning.
+func TestConfigUnknownNameSuggests(t *testing.T) {
+	var buf strings.Builder
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	if _, err := LoadConfig("", map[string]string{"broker.idd": "1", "zookeeper.conect": "localhost:2181", "nothing.like.it": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"did you mean broker.id?", "did you mean zookeeper.connect?", "key=nothing.like.it"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the warnings lack %q:\n%s", want, buf.String())
+		}
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, "key=nothing.like.it") && strings.Contains(line, "did you mean") {
+			t.Errorf("a suggestion for a name like no other: %s", line)
+		}
+	}
+}

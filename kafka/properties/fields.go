@@ -87,3 +87,41 @@ func Set(fields map[string]Field, key, value string) (known bool, err error) {
 	}
 	return true, f(strings.TrimSpace(value))
 }
+
+// Nearest is the name in fields closest to key by edit distance, when it is
+// close enough to be a slip ("broker.idd", "log.dir.s"): at most 2 edits, and
+// fewer than a third of key's length. "" when none is.
+func Nearest(fields map[string]Field, key string) string {
+	best, bestD := "", 3
+	for name := range fields {
+		d := editDistance(key, name)
+		if d < bestD || d == bestD && best != "" && name < best {
+			best, bestD = name, d
+		}
+	}
+	if best == "" || bestD > 2 || 3*bestD >= len(key) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is Levenshtein's distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

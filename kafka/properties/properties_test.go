@@ -72,3 +72,21 @@ func TestSet(t *testing.T) {
 		}
 	}
 }
+
+func TestNearest(t *testing.T) {
+	var a, b, c int
+	fields := map[string]Field{"broker.id": Int(&a), "brokerid": Int(&b), "log.dirs": Int(&c)}
+	for key, want := range map[string]string{
+		"broker.idd": "broker.id", // one insertion
+		"borker.id":  "broker.id", // two substitutions
+		"log.dir.s":  "log.dirs",
+		"log.dir":    "log.dirs",
+		"port":       "", // nothing near
+		"brokerid2":  "brokerid",
+		"x":          "", // one edit is a third of a short name: no guess
+	} {
+		if got := Nearest(fields, key); got != want {
+			t.Errorf("Nearest(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
