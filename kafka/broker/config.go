@@ -44,6 +44,7 @@ type Config struct {
 
 	NumThreads          int    // num.threads: accepted for compatibility (see Broker doc)
 	EnableZooKeeper     bool   // enable.zookeeper: register in ZooKeeper (§3.2)
+	Registration08      bool   // register in Kafka 0.8's JSON: set by zookeeper.connect, 0.8's name (config08.go)
 	ZKConnect           string // zk.connect: host:port[,host:port...][/chroot]
 	ZKConnectionTimeout int    // zk.connectiontimeout.ms
 	ZKSessionTimeout    int    // zk.sessiontimeout.ms

@@ -49,9 +49,12 @@ func (c *Config) add08(fields map[string]properties.Field) {
 		}
 		return fields["log.dir"](v)
 	}
-	// 0.8 has no enable.zookeeper: a broker with zookeeper.connect registers.
+	// 0.8 has no enable.zookeeper: a broker with zookeeper.connect registers,
+	// in 0.8's JSON (docs/PROTOCOL.md §5), since a file with 0.8's names is
+	// one 0.8's clients are pointed at.
 	fields["zookeeper.connect"] = func(v string) error {
 		c.EnableZooKeeper = true
+		c.Registration08 = true
 		return fields["zk.connect"](v)
 	}
 	// 0.7 counted the retention check in minutes, 0.8 in milliseconds: a

@@ -1,6 +1,7 @@
 package zk
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ type BrokerRegistry struct {
 	log     *slog.Logger
 
 	epoch atomic.Int64 // the czxid of this broker's current registration (Broker.Epoch)
+	json  atomic.Bool  // register in 0.8's JSON (UseJSON)
 
 	mu         sync.Mutex
 	registered bool // RegisterBroker has run: a new session registers the broker again
@@ -78,6 +80,11 @@ func OpenBrokerRegistry(connect string, brokerID int, host string, port int, o O
 	return r, nil
 }
 
+// UseJSON makes the registration Kafka 0.8's JSON, {"jmx_port":-1,"timestamp":"<ms>","host":"<host>",
+// "version":1,"port":<port>}, which 0.8's clients parse, instead of 0.7's "<host>-<ms>:<host>:<port>", which
+// 0.7's parse (docs/PROTOCOL.md §5); ParseBroker reads both. Call it before RegisterBroker.
+func (r *BrokerRegistry) UseJSON() { r.json.Store(true) }
+
 // RegisterBroker creates /brokers/ids/<id> (registerBroker); from then on a new session registers the
 // broker again. Calling it again does nothing.
 func (r *BrokerRegistry) RegisterBroker() error {
@@ -110,8 +117,12 @@ func (r *BrokerRegistry) registerBroker() error {
 	p := BrokerIDPath(r.id)
 	deadline := time.Now().Add(r.timeout + time.Second)
 	for {
-		creator := r.host + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
-		data := creator + ":" + r.host + ":" + strconv.Itoa(r.port)
+		ms := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		data := r.host + "-" + ms + ":" + r.host + ":" + strconv.Itoa(r.port)
+		if r.json.Load() {
+			b, _ := json.Marshal(registration08{JMXPort: -1, Timestamp: ms, Host: r.host, Version: 1, Port: r.port})
+			data = string(b)
+		}
 		err := r.c.CreateEphemeral(p, []byte(data))
 		if err == nil || r.ownedByUs(p, err) {
 			return r.readEpoch(p)

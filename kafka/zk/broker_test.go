@@ -57,6 +57,23 @@ func TestIntegration_BrokerRegistry(t *testing.T) {
 		t.Errorf("after a new count /brokers/topics/t1/7 = %q, want 5", got)
 	}
 
+	// With UseJSON, 0.8's JSON, which our own readers parse as well.
+	r8, err := zk.OpenBrokerRegistry(connect, 8, "h8", 9098, zk.Options{SessionTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r8.Close()
+	r8.UseJSON()
+	if err := r8.RegisterBroker(); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := raw.Get("/brokers/ids/8"); err != nil || !regexp.MustCompile(`^\{"jmx_port":-1,"timestamp":"\d{13}","host":"h8","version":1,"port":9098\}$`).Match(data) {
+		t.Errorf("/brokers/ids/8 = %q, %v; want 0.8's JSON", data, err)
+	}
+	if live, err := zk.LiveBrokers(raw, nil); err != nil || live[8].Addr() != "h8:9098" || live[7].Addr() != "h1:9092" {
+		t.Errorf("LiveBrokers = %+v, %v; want h1:9092 (0.7's line) and h8:9098 (0.8's JSON)", live, err)
+	}
+
 	// A second broker with the same id is refused (after waiting out one session timeout).
 	_, err = zk.NewBrokerRegistry(connect, 7, "h2", 9093, time.Second)
 	if !errors.Is(err, zk.ErrBrokerIDTaken) {
@@ -208,7 +225,12 @@ func TestParseBroker(t *testing.T) {
 	if err != nil || b.Creator != "host-a-1700000000000" || b.Host != "host-a" || b.Port != 9092 || b.ID != 1 {
 		t.Fatalf("ParseBroker = %+v, %v", b, err)
 	}
-	for _, bad := range []string{"", "x", "c:h:", "c:h:0", "c:h:x", "c::9"} {
+	// Kafka 0.8's registration, as 0.8.1.1's broker writes it.
+	b, err = zk.ParseBroker(2, `{"jmx_port":-1,"timestamp":"1700000000000","host":"host-b","version":1,"port":9093}`)
+	if err != nil || b.Creator != "host-b-1700000000000" || b.Host != "host-b" || b.Port != 9093 || b.ID != 2 {
+		t.Fatalf("ParseBroker(0.8's JSON) = %+v, %v", b, err)
+	}
+	for _, bad := range []string{"", "x", "c:h:", "c:h:0", "c:h:x", "c::9", "{", `{"host":"h"}`, `{"host":"","port":9092}`, `{"host":"h","port":70000}`} {
 		if _, err := zk.ParseBroker(1, bad); !errors.Is(err, zk.ErrBadRegistration) {
 			t.Errorf("ParseBroker(%q) err = %v", bad, err)
 		}

@@ -1,6 +1,7 @@
 package zk
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,9 +31,26 @@ type Broker struct {
 // Addr is "host:port".
 func (b Broker) Addr() string { return net.JoinHostPort(b.Host, strconv.Itoa(b.Port)) }
 
-// ParseBroker parses the data of /brokers/ids/<id>: "<creator>:<host>:<port>". The creator itself is
-// "<host>-<ms>", so the host and port are the last two fields.
+// registration08 is Kafka 0.8's /brokers/ids/<id>, in its field order.
+type registration08 struct {
+	JMXPort   int    `json:"jmx_port"`
+	Timestamp string `json:"timestamp"`
+	Host      string `json:"host"`
+	Version   int    `json:"version"`
+	Port      int    `json:"port"`
+}
+
+// ParseBroker parses the data of /brokers/ids/<id>: 0.7's "<creator>:<host>:<port>", where the creator is
+// "<host>-<ms>", so the host and port are the last two fields; or 0.8's JSON (BrokerRegistry.UseJSON), whose
+// creator is then "<host>-<timestamp>".
 func ParseBroker(id int, data string) (Broker, error) {
+	if strings.HasPrefix(data, "{") {
+		var r registration08
+		if err := json.Unmarshal([]byte(data), &r); err != nil || r.Host == "" || r.Port <= 0 || r.Port > 65535 {
+			return Broker{}, fmt.Errorf("%w: broker %d: %q", ErrBadRegistration, id, data)
+		}
+		return Broker{ID: id, Creator: r.Host + "-" + r.Timestamp, Host: r.Host, Port: r.Port}, nil
+	}
 	i := strings.LastIndexByte(data, ':')
 	if i < 0 {
 		return Broker{}, fmt.Errorf("%w: broker %d: %q", ErrBadRegistration, id, data)

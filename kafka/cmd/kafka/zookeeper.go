@@ -17,10 +17,17 @@ func init() {
 			return nil, fmt.Errorf("port=0 (a random port) cannot be registered in ZooKeeper: set a port")
 		}
 		// Registered by broker.New once it listens (OpenBrokerRegistry).
-		return zk.OpenBrokerRegistry(cfg.ZKConnect, cfg.BrokerID, cfg.Hostname, cfg.Port, zk.Options{
+		r, err := zk.OpenBrokerRegistry(cfg.ZKConnect, cfg.BrokerID, cfg.Hostname, cfg.Port, zk.Options{
 			SessionTimeout: time.Duration(cfg.ZKSessionTimeout) * time.Millisecond,
 			ConnectTimeout: time.Duration(cfg.ZKConnectionTimeout) * time.Millisecond,
 			Logger:         slog.Default(),
 		})
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Registration08 {
+			r.UseJSON()
+		}
+		return r, nil
 	}
 }
