@@ -19,7 +19,9 @@ import (
 	"time"
 )
 
-// Script is the path of scripts/zookeeper.sh, found by walking up from the working directory to go.mod.
+// Script is the path of scripts/zookeeper.sh, found by walking up from the working directory to the
+// repository's go.mod (a test module inside the repository, such as kafka/clientstest, has a go.mod of its
+// own on the way up, which has no scripts/).
 func Script() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -27,7 +29,9 @@ func Script() (string, error) {
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "scripts", "zookeeper.sh"), nil
+			if _, err := os.Stat(filepath.Join(dir, "scripts", "zookeeper.sh")); err == nil {
+				return filepath.Join(dir, "scripts", "zookeeper.sh"), nil
+			}
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
