@@ -15,8 +15,10 @@ import (
 // consumes by assignment.
 func init() {
 	register(client{
-		name:    "kafka-python",
-		produce: func(t *testing.T, addr, topic, codec string, msgs []record) { python(t, addr, "produce", topic, codec, msgs) },
+		name: "kafka-python",
+		produce: func(t *testing.T, addr, topic, codec string, msgs []record) {
+			python(t, addr, "produce", topic, codec, msgs)
+		},
 		consume: func(t *testing.T, addr, topic string, n int) []record {
 			var got []record
 			for _, r := range python(t, addr, "consume", topic, "", nil)["records"].([]any) {

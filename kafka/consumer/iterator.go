@@ -211,8 +211,23 @@ func (p *PartitionIterator) nextBuffered() bool {
 // that reported true.
 func (p *PartitionIterator) Message() message.Message { return p.it.Message() }
 
-// Payload is the current message's payload.
-func (p *PartitionIterator) Payload() []byte { return p.it.Message().Payload() }
+// Payload is the current message's payload: of a keyed message (one written
+// through the Kafka protocol, message/keyed.go), its value.
+func (p *PartitionIterator) Payload() []byte {
+	m := p.it.Message()
+	if m.Keyed() {
+		if _, v, err := m.KeyValue(); err == nil {
+			return v
+		}
+	}
+	return m.Payload()
+}
+
+// Key is the current message's key, nil for a message without one.
+func (p *PartitionIterator) Key() []byte {
+	k, _, _ := p.it.Message().KeyValue()
+	return k
+}
 
 // Offset is the current message's offset, after a Next or Poll that
 // reported true.

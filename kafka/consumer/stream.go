@@ -15,7 +15,8 @@ type StreamMessage struct {
 	Partition  string // "<brokerid>-<partition>", the registry's name for it (docs/PROTOCOL.md §5)
 	Offset     int64  // the message's byte offset in its partition (its wrapper's, if it was compressed)
 	NextOffset int64  // where to resume after it: the value committed to the offset registry
-	Payload    []byte // valid until the next call of Next
+	Payload    []byte // valid until the next call of Next; of a keyed message, its value
+	Key        []byte // a keyed message's key (one written through the Kafka protocol, message/keyed.go); nil for none
 }
 
 // chunk is one fetched run of whole messages of one partition, queued for the stream that owns the partition.
@@ -210,8 +211,14 @@ func (s *Stream) advance() bool {
 		return false
 	}
 	// §3.3 via docs/PROTOCOL.md §2: a commit in the middle of a wrapper replays it (NextOffset).
+	m := s.it.Message()
 	s.msg = StreamMessage{Topic: p.topic, Partition: p.name, Offset: s.it.Offset(), NextOffset: s.it.NextOffset(),
-		Payload: s.it.Message().Payload()}
+		Payload: m.Payload()}
+	if m.Keyed() {
+		if k, v, err := m.KeyValue(); err == nil {
+			s.msg.Key, s.msg.Payload = k, v
+		}
+	}
 	p.consumed.Store(s.msg.NextOffset)
 	return true
 }

@@ -33,12 +33,12 @@ type Log struct {
 	// mu serializes appends, rolls and deletions, and guards the fields
 	// below it. Readers do not take it.
 	mu       sync.Mutex
-	buf      []byte   // bytes of the active segment not yet written to its file
-	written  int64    // bytes of the active segment already in its file
-	appended int64    // messages appended since the log was opened
-	lend     int64    // logical end: the 0.8 offset the next message gets (index.go)
-	nextIdx  int64    // the log offset from which an append adds an index entry (index.go)
-	inner    []int    // appendChecked's inner and counted for indexLocked, when nextIdx is -1
+	buf      []byte // bytes of the active segment not yet written to its file
+	written  int64  // bytes of the active segment already in its file
+	appended int64  // messages appended since the log was opened
+	lend     int64  // logical end: the 0.8 offset the next message gets (index.go)
+	nextIdx  int64  // the log offset from which an append adds an index entry (index.go)
+	inner    []int  // appendChecked's inner and counted for indexLocked, when nextIdx is -1
 	counted  bool
 	failed   *failure // non-nil while a storage error keeps appends out (failure.go)
 

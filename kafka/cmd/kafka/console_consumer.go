@@ -54,6 +54,7 @@ func consoleConsumer(args []string, std stdio) error {
 	fetchSize := fs.Int("fetch-size", consumer.DefaultFetchSize, "bytes fetched per partition per request (fetch.size)")
 	timeoutMs := fs.Int("consumer-timeout-ms", -1, "exit after this long without a message (consumer.timeout.ms; -1: never)")
 	printOffsets := fs.Bool("print-offsets", false, "print each message's partition, offset and next offset before it")
+	printKey := fs.Bool("print-key", false, "print each message's key and a tab before it (a message without one: an empty key)")
 	props := propertyFlags{}
 	fs.Var(props, "property", "any consumer property key=value, e.g. zk.sessiontimeout.ms=6000 (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
@@ -115,7 +116,7 @@ func consoleConsumer(args []string, std stdio) error {
 	defer close(stopped)
 
 	out := bufio.NewWriterSize(std.Out, 64<<10)
-	pr := printer{s: s, out: out, printOffsets: *printOffsets}
+	pr := printer{s: s, out: out, printOffsets: *printOffsets, printKey: *printKey}
 	if ownCommits {
 		pr.commit, pr.interval, pr.last = g.CommitOffsets, cfg.AutoCommitInterval, time.Now()
 	}
@@ -138,6 +139,7 @@ type printer struct {
 	s            *consumer.Stream
 	out          *bufio.Writer
 	printOffsets bool
+	printKey     bool
 	commit       func() error
 	interval     time.Duration
 	last         time.Time
@@ -172,6 +174,10 @@ func (p *printer) run(maxMsgs int64) error {
 		m := p.s.Message()
 		if p.printOffsets {
 			fmt.Fprintf(p.out, "%s %s %d %d\t", m.Topic, m.Partition, m.Offset, m.NextOffset)
+		}
+		if p.printKey {
+			p.out.Write(m.Key)
+			p.out.WriteByte('\t')
 		}
 		p.out.Write(m.Payload)
 		if err := p.out.WriteByte('\n'); err != nil {
