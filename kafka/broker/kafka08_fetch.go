@@ -32,8 +32,9 @@ func (cn *conn) fetch08(h protocol08.Header, body []byte) error {
 	for {
 		results, bytes, failed := cn.fetchParts08(&req)
 		if bytes >= int(req.MinBytes) || failed || !time.Now().Before(deadline) {
-			cn.out = protocol08.AppendFetchResponse(cn.out[:0], h.CorrelationID, results)
-			return cn.send.write(cn.out, false)
+			// The sets go out from where they were built (WriteFetchResponse), not copied
+			// into one buffer first.
+			return protocol08.WriteFetchResponse(cn.out[:0], h.CorrelationID, results, cn.send.write)
 		}
 		select {
 		case <-cn.b.stopping:

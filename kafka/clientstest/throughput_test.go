@@ -1,9 +1,13 @@
 package clientstest
 
 import (
+	"bufio"
+	"net"
+
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol08"
 	"testing"
 	"time"
 
@@ -137,5 +141,69 @@ func report(b *testing.B, who string, produced, consumed time.Duration) {
 	if b.N >= 100000 {
 		b.Log(fmt.Sprintf("%s: %d messages of %d bytes: produced %.0f msg/s, consumed %.0f msg/s", who, b.N, perfSize,
 			float64(b.N)/produced.Seconds(), float64(b.N)/consumed.Seconds()))
+	}
+}
+
+// BenchmarkThroughput08Raw consumes through the Kafka protocol with a minimal client of ours (package
+// protocol08: Fetch v0, entries walked, every CRC checked, nothing allocated per message), so that the
+// broker's side of a Kafka protocol fetch is measured apart from franz-go's.
+func BenchmarkThroughput08Raw(b *testing.B) {
+	tb := perfBroker(b)
+	value := bytes.Repeat([]byte("x"), perfSize)
+	cfg := producer.DefaultConfig()
+	cfg.BrokerList = "0:" + tb.HostPort()
+	p, err := producer.NewSync(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := make([][]byte, 50)
+	for i := range batch {
+		batch[i] = value
+	}
+	for i := 0; i < b.N; i += len(batch) {
+		if err := p.Send("perf", 0, batch[:min(len(batch), b.N-i)]...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p.Flush()
+	p.Close()
+	time.Sleep(200 * time.Millisecond)
+	tb.Flush("perf", 0)
+	conn, err := net.Dial("tcp", tb.HostPort())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReaderSize(conn, 1<<20)
+	b.SetBytes(perfSize)
+	b.ReportAllocs()
+	start := time.Now()
+	var off int64
+	var req []byte
+	for off < int64(b.N) {
+		body := protocol08.AppendFetchBody(nil, 100, 1, []protocol08.FetchPart{{Topic: "perf", Partition: 0, Offset: off, MaxBytes: 1 << 20}})
+		req = protocol08.AppendRequest(req[:0], protocol08.Header{APIKey: protocol08.KeyFetch, CorrelationID: 1}, body)
+		if _, err := conn.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		_, resp, err := protocol08.ReadResponse(r, 1<<26)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := protocol08.DecodeFetchResponse(resp)
+		if err != nil || len(res) != 1 || res[0].Error != 0 {
+			b.Fatalf("Fetch: %+v, %v", res, err)
+		}
+		n := 0
+		protocol08.Entries(res[0].Set, true, func(e protocol08.Entry) error { off = e.Offset + 1; n++; return nil })
+		if n == 0 {
+			b.Fatalf("raw Kafka protocol consumer read %d of %d", off, b.N)
+		}
+	}
+	consumed := time.Since(start)
+	b.ReportMetric(float64(b.N)/consumed.Seconds(), "consumed-msg/s")
+	b.ReportMetric(0, "ns/op")
+	if b.N >= 100000 {
+		b.Logf("our minimal client, Kafka protocol: %d messages of %d bytes consumed at %.0f msg/s", b.N, perfSize, float64(b.N)/consumed.Seconds())
 	}
 }

@@ -57,14 +57,61 @@ type FetchResult struct {
 
 // AppendFetchResponse appends a Fetch v0 answer (results of one topic adjacent).
 func AppendFetchResponse(dst []byte, correlationID int32, results []FetchResult) []byte {
-	dst, start := beginResponse(dst, correlationID)
-	dst = groupByTopic(dst, len(results), func(i int) string { return results[i].Topic }, func(dst []byte, i int) []byte {
-		r := results[i]
-		dst = appendInt32(dst, r.Partition)
-		dst = appendInt16(dst, int16(r.Error))
-		dst = appendInt64(dst, r.HighWatermark)
-		dst = appendInt32(dst, int32(len(r.Set)))
-		return append(dst, r.Set...)
+	WriteFetchResponse(nil, correlationID, results, func(p []byte, _ bool) error {
+		dst = append(dst, p...)
+		return nil
 	})
-	return endResponse(dst, start)
+	return dst
+}
+
+// WriteFetchResponse hands a Fetch v0 answer to write in pieces, without
+// copying the sets: the bytes before each set (built in scratch, reused),
+// then the set itself; more says whether pieces follow. So a broker sends
+// the sets from where they were built.
+func WriteFetchResponse(scratch []byte, correlationID int32, results []FetchResult, write func(p []byte, more bool) error) error {
+	size := 4 + 4
+	for i, r := range results {
+		if i == 0 || results[i-1].Topic != r.Topic {
+			size += 2 + len(r.Topic) + 4
+		}
+		size += 4 + 2 + 8 + 4 + len(r.Set)
+	}
+	head := appendInt32(scratch[:0], int32(size))
+	head = appendInt32(head, correlationID)
+	topics := int32(0)
+	for i, r := range results {
+		if i == 0 || results[i-1].Topic != r.Topic {
+			topics++
+		}
+	}
+	head = appendInt32(head, topics)
+	for i := 0; i < len(results); {
+		t := results[i].Topic
+		n := int32(0)
+		for j := i; j < len(results) && results[j].Topic == t; j++ {
+			n++
+		}
+		head = appendString(head, t)
+		head = appendInt32(head, n)
+		for ; i < len(results) && results[i].Topic == t; i++ {
+			r := results[i]
+			head = appendInt32(head, r.Partition)
+			head = appendInt16(head, int16(r.Error))
+			head = appendInt64(head, r.HighWatermark)
+			head = appendInt32(head, int32(len(r.Set)))
+			if len(r.Set) > 0 {
+				if err := write(head, true); err != nil {
+					return err
+				}
+				head = head[:0]
+				if err := write(r.Set, i+1 < len(results)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if len(head) > 0 {
+		return write(head, false)
+	}
+	return nil
 }
