@@ -60,6 +60,23 @@ func (r *reader) int32(what string) int32 {
 	return int32(binary.BigEndian.Uint32(r.b[r.off-4:]))
 }
 
+// length reads the int32 or int16 (size 4 or 2) length of field what; the
+// name is put together only if it fails, so a hot loop builds no strings.
+func (r *reader) length(what string, size int) int64 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b)-r.off < size {
+		r.fail(what+" length truncated, bytes needed", int64(size))
+		return 0
+	}
+	r.off += size
+	if size == 2 {
+		return int64(int16(binary.BigEndian.Uint16(r.b[r.off-2:])))
+	}
+	return int64(int32(binary.BigEndian.Uint32(r.b[r.off-4:])))
+}
+
 func (r *reader) int64(what string) int64 {
 	if !r.need(8, what) {
 		return 0
@@ -71,7 +88,7 @@ func (r *reader) int64(what string) int64 {
 // nullableString reads a string that may be null (length -1); null is
 // returned as "" with null set.
 func (r *reader) nullableString(what string) (s string, null bool) {
-	n := r.int16(what + " length")
+	n := r.length(what, 2)
 	if r.err != nil {
 		return "", false
 	}
@@ -100,7 +117,7 @@ func (r *reader) string(what string) string {
 
 // bytes reads int32-length bytes as a sub-slice; -1 is nil.
 func (r *reader) bytes(what string) []byte {
-	n := r.int32(what + " length")
+	n := r.length(what, 4)
 	if r.err != nil || n == -1 {
 		return nil
 	}
@@ -119,7 +136,7 @@ func (r *reader) bytes(what string) []byte {
 // hold that many items of at least minSize bytes, before anything is
 // allocated for them.
 func (r *reader) count(what string, minSize int) int {
-	n := r.int32(what + " count")
+	n := r.length(what+" count", 4)
 	if r.err != nil {
 		return 0
 	}
