@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"bufio"
+	"encoding/binary"
 	"net"
 	"testing"
 	"time"
@@ -248,5 +249,64 @@ func TestKafka08BadInput(t *testing.T) {
 	}
 	if o := cl.offsets("bad", protocol08.Latest); o.Error != 0 || len(o.Offsets) != 1 || o.Offsets[0] != 0 {
 		t.Errorf("after the corrupt produce, Offsets latest of bad: %+v, want [0]", o)
+	}
+}
+
+// Offsets committed through the Kafka protocol outlive a restart of the broker that keeps them, and a
+// group that committed nothing reads -1.
+func TestKafka08CommittedOffsetsSurviveRestart(t *testing.T) {
+	tb := startBroker(t, nil)
+	commit := func(cl *client08, group, topic string, off int64, md string) {
+		t.Helper()
+		// OffsetCommit v1: group, generation -1, consumer "", one topic, one partition, offset, timestamp -1, metadata.
+		body := []byte{0, byte(len(group))}
+		body = append(body, group...)
+		body = append(body, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 1, 0, byte(len(topic)))
+		body = append(body, topic...)
+		body = append(body, 0, 0, 0, 1, 0, 0, 0, 0)
+		body = binary.BigEndian.AppendUint64(body, uint64(off))
+		body = append(body, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, byte(len(md)))
+		body = append(body, md...)
+		resp := cl.call(protocol08.KeyOffsetCommit, 1, body, false)
+		// [topic [partition error]]: the error is the last two bytes.
+		if code := binary.BigEndian.Uint16(resp[len(resp)-2:]); code != 0 {
+			t.Fatalf("OffsetCommit: error %d", code)
+		}
+	}
+	fetch := func(cl *client08, group, topic string) (int64, string) {
+		t.Helper()
+		body := []byte{0, byte(len(group))}
+		body = append(body, group...)
+		body = append(body, 0, 0, 0, 1, 0, byte(len(topic)))
+		body = append(body, topic...)
+		body = append(body, 0, 0, 0, 1, 0, 0, 0, 0)
+		resp := cl.call(protocol08.KeyOffsetFetch, 1, body, false)
+		// 4 topics + 2+len topic + 4 partitions + 4 partition, then offset, metadata, error.
+		at := 4 + 2 + len(topic) + 4 + 4
+		off := int64(binary.BigEndian.Uint64(resp[at:]))
+		n := int(binary.BigEndian.Uint16(resp[at+8:]))
+		if code := binary.BigEndian.Uint16(resp[at+10+n:]); code != 0 {
+			t.Fatalf("OffsetFetch: error %d", code)
+		}
+		return off, string(resp[at+10 : at+10+n])
+	}
+	cl := dial08(t, tb.Addr())
+	commit(cl, "g 1", "t", 42, "first")
+	commit(cl, "g 1", "t", 43, "")
+	commit(cl, "g2", "t", 7, "-")
+	if off, md := fetch(cl, "g 1", "t"); off != 43 || md != "" {
+		t.Errorf("before the restart: %d %q, want 43 \"\"", off, md)
+	}
+	tb.Stop()
+	tb.Restart()
+	cl = dial08(t, tb.Addr())
+	if off, md := fetch(cl, "g 1", "t"); off != 43 || md != "" {
+		t.Errorf("after the restart: g 1 at %d %q, want 43 \"\"", off, md)
+	}
+	if off, md := fetch(cl, "g2", "t"); off != 7 || md != "-" {
+		t.Errorf("after the restart: g2 at %d %q, want 7 \"-\"", off, md)
+	}
+	if off, _ := fetch(cl, "nobody", "t"); off != -1 {
+		t.Errorf("a group that committed nothing: %d, want -1", off)
 	}
 }
