@@ -136,3 +136,36 @@ func DecodeAPIVersionsResponse(body []byte) (errorCode int16, served []VersionRa
 	}
 	return errorCode, served, r.end()
 }
+
+// DecodeMetadataResponse decodes a Metadata v0 answer.
+func DecodeMetadataResponse(body []byte) ([]Broker, []TopicMetadata, error) {
+	r := reader{b: body, kind: "Metadata response"}
+	var brokers []Broker
+	nb := r.count("broker", 10)
+	for i := 0; i < nb && r.err == nil; i++ {
+		brokers = append(brokers, Broker{NodeID: r.int32("node_id"), Host: r.string("host"), Port: r.int32("port")})
+	}
+	var topics []TopicMetadata
+	nt := r.count("topic", 8)
+	for i := 0; i < nt && r.err == nil; i++ {
+		tm := TopicMetadata{Error: errCode(r.int16("error")), Topic: r.string("topic")}
+		np := r.count("partition", 18)
+		for j := 0; j < np && r.err == nil; j++ {
+			pm := PartitionMetadata{Error: errCode(r.int16("error")), Partition: r.int32("partition"), Leader: r.int32("leader")}
+			pm.Replicas = readInt32s(&r, "replica")
+			pm.ISR = readInt32s(&r, "isr")
+			tm.Partitions = append(tm.Partitions, pm)
+		}
+		topics = append(topics, tm)
+	}
+	return brokers, topics, r.end()
+}
+
+func readInt32s(r *reader, what string) []int32 {
+	n := r.count(what, 4)
+	out := make([]int32, 0, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		out = append(out, r.int32(what))
+	}
+	return out
+}

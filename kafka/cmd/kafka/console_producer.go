@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/audit"
@@ -45,6 +46,7 @@ func consoleProducer(args []string, std stdio) (err error) {
 	acks := fs.Int("request-required-acks", int(d.RequiredAcks), "0: no answer; 1: the leader has it; -1: every in-sync replica has it (request.required.acks)")
 	timeout := fs.Int("request-timeout-ms", int(d.RequestTimeout.Milliseconds()), "how long the leader may wait for its followers with acks -1 (request.timeout.ms)")
 	retries := fs.Int("message-send-max-retries", d.MessageSendMaxRetries, "retries after \"not leader\" or a timeout (message.send.max.retries)")
+	proto := fs.String("protocol", "0.7", "the wire protocol: 0.7 (the paper's, docs/PROTOCOL.md §4) or 0.8 (the Kafka protocol as 0.8's console producer spoke it, §12: Metadata, then Produce v0 to each partition's leader; with --broker-list, --sync)")
 	backoff := fs.Int("retry-backoff-ms", int(d.RetryBackoff.Milliseconds()), "wait before a retry, then look the leader up again (retry.backoff.ms)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -97,6 +99,21 @@ func consoleProducer(args []string, std stdio) (err error) {
 		return usagef("--magic must be 0 or 1, got %d", *magic)
 	}
 	cfg.Magic = byte(*magic)
+	switch {
+	case *proto == "0.8" && (*brokers == "" || !*syncSend || *auditOn):
+		return usagef("--protocol 0.8 takes --broker-list and sends each batch at once: not --zookeeper, --sync=false or --audit")
+	case *proto == "0.8":
+		var seeds []string
+		for _, b := range strings.Split(*brokers, ",") {
+			seeds = append(seeds, firstBroker(b))
+		}
+		p08 := &producer.Producer08{Seeds: seeds, Acks: int16(*acks), Timeout: cfg.RequestTimeout, Codec: codec,
+			Retries: *retries, RetryBackoff: cfg.RetryBackoff}
+		defer p08.Close()
+		return sendLines(std, p08, *topic, int32(*partition), *batch, *maxLine)
+	case *proto != "0.7":
+		return usagef("--protocol %q is not 0.7 or 0.8", *proto)
+	}
 	p, err := producer.NewSync(cfg)
 	if err != nil {
 		return err
@@ -128,7 +145,12 @@ func consoleProducer(args []string, std stdio) (err error) {
 		}()
 		sender = ap
 	}
+	return sendLines(std, sender, *topic, int32(*partition), *batch, *maxLine)
+}
 
+// sendLines sends each line of standard input as one message through sender, in batches of up to batch
+// lines, a batch going out as soon as no more input is waiting.
+func sendLines(std stdio, sender audit.Sender, topic string, partition int32, batch, maxLine int) error {
 	r := bufio.NewReaderSize(std.In, 64<<10)
 	var arena []byte  // the batch's bytes
 	var ends []int    // end of each line in arena
@@ -144,7 +166,7 @@ func consoleProducer(args []string, std stdio) (err error) {
 			msgs = append(msgs, arena[start:e])
 			start = e
 		}
-		err := sender.Send(*topic, int32(*partition), msgs...)
+		err := sender.Send(topic, partition, msgs...)
 		if err != nil {
 			return fmt.Errorf("lines %d..%d not sent: %w", sent+1, sent+len(ends), err)
 		}
@@ -155,29 +177,29 @@ func consoleProducer(args []string, std stdio) (err error) {
 	// Ctrl-C simply ends the process: every line read so far has been sent.
 	for {
 		line, err := r.ReadSlice('\n')
-		for errors.Is(err, bufio.ErrBufferFull) && len(line) <= *maxLine {
+		for errors.Is(err, bufio.ErrBufferFull) && len(line) <= maxLine {
 			arena = append(arena, line...)
 			line, err = r.ReadSlice('\n')
 		}
 		if len(line) > 0 || len(arena) > lastEnd(ends) {
 			lines++
 			arena = append(arena, bytes.TrimRight(line, "\r\n")...)
-			if n := len(arena) - lastEnd(ends); n > *maxLine {
+			if n := len(arena) - lastEnd(ends); n > maxLine {
 				arena = arena[:lastEnd(ends)]
 				if serr := send(); serr != nil {
-					return fmt.Errorf("line %d: %d+ bytes exceed --max-message-size %d; %w", lines, n, *maxLine, serr)
+					return fmt.Errorf("line %d: %d+ bytes exceed --max-message-size %d; %w", lines, n, maxLine, serr)
 				}
 				before := "no line before it was sent"
 				if sent > 0 {
 					before = fmt.Sprintf("lines 1..%d were sent, nothing after", sent)
 				}
-				return fmt.Errorf("line %d: %d+ bytes exceed --max-message-size %d; %s", lines, n, *maxLine, before)
+				return fmt.Errorf("line %d: %d+ bytes exceed --max-message-size %d; %s", lines, n, maxLine, before)
 			}
 			ends = append(ends, len(arena))
 		}
 		// Send a full batch, or whatever is there when no more input is
 		// waiting (so typed lines go out at once).
-		if len(ends) >= *batch || r.Buffered() == 0 || err != nil {
+		if len(ends) >= batch || r.Buffered() == 0 || err != nil {
 			if serr := send(); serr != nil {
 				return serr
 			}

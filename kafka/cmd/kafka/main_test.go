@@ -106,6 +106,37 @@ func TestConsoleProducerAndShells(t *testing.T) {
 	}
 }
 
+// console-producer --protocol 0.8 speaks the Kafka protocol (Metadata, Produce v0), plain and gzip; what it
+// wrote, the paper's protocol reads back.
+func TestConsoleProducer08(t *testing.T) {
+	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.default.flush.interval.ms": "10", "num.partitions": "1"}})
+	addr := b.HostPort()
+	for _, args := range [][]string{{"--request-required-acks", "1"}, {"--compression-codec", "gzip"}} {
+		if code, _, errOut := runCmd("first\nsecond\n", append([]string{"console-producer", "--broker-list", addr, "--topic", "p08", "--protocol", "0.8"}, args...)...); code != 0 {
+			t.Fatalf("console-producer --protocol 0.8 %v: %d %s", args, code, errOut)
+		}
+	}
+	// 4 messages: two plain magic-1 ones of 10 + 5 and 10 + 6 bytes, then one gzip wrapper holding two.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, out, _ := runCmd("", "get-offset-shell", "--broker", addr, "--topic", "p08", "--time", "-1", "--logical")
+		if strings.HasSuffix(strings.TrimSpace(out), "logical 4") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the end of p08 is %q, want 4 messages", out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, out, errOut := runCmd("", "simple-consumer-shell", "--broker", addr, "--topic", "p08", "--offset", "-2", "--max-messages", "4")
+	if code != 0 || out != "first\nsecond\nfirst\nsecond\n" {
+		t.Errorf("simple-consumer-shell: exit %d, %q %s", code, out, errOut)
+	}
+	if code, _, errOut := runCmd("x\n", "console-producer", "--zookeeper", "127.0.0.1:1", "--topic", "p08", "--protocol", "0.8"); code == 0 || !strings.Contains(errOut, "--protocol 0.8 takes --broker-list") {
+		t.Errorf("--protocol 0.8 with --zookeeper: exit %d, %s", code, errOut)
+	}
+}
+
 // waitLatest waits until get-offset-shell reports want as the latest offset
 // of partition 0 of topic: everything produced has been flushed.
 func waitLatest(t *testing.T, addr, topic string, want int64) {
