@@ -217,13 +217,39 @@ func (c *Cluster) Addrs() []string {
 }
 
 // CreateTopic creates a replicated topic and waits until every partition has a leader and a full ISR.
+// It first waits until every running broker the assignment names is registered: a broker accepts
+// connections (which is what starting it waits for) a moment before its registration is in ZooKeeper, and
+// an assignment naming a broker not registered yet is refused.
 func (c *Cluster) CreateTopic(topic string, a replication.Assignment) {
 	c.t.Helper()
+	c.waitRegistered(a)
 	if err := replication.CreateTopic(c.zk, topic, a); err != nil {
 		c.t.Fatalf("faults: create %s: %v", topic, err)
 	}
 	for p, rs := range a {
 		c.WaitISR(topic, p, len(rs), time.Minute)
+	}
+}
+
+// waitRegistered waits (at most a minute) until every running broker that a names is in /brokers/ids.
+func (c *Cluster) waitRegistered(a replication.Assignment) {
+	c.t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		live, err := zk.LiveBrokers(c.zk, nil)
+		missing := -1
+		for _, rs := range a {
+			for _, id := range rs {
+				if _, ok := live[int(id)]; int(id) < len(c.Brokers) && c.Brokers[id].up && !ok {
+					missing = int(id)
+				}
+			}
+		}
+		if err == nil && missing < 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("faults: broker %d runs but is not registered in ZooKeeper after a minute (%v)", missing, err)
+		}
 	}
 }
 
