@@ -70,4 +70,6 @@ func TestKeyedCorrupt(t *testing.T) {
 	}
 }
 
-func binaryPut(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v) }
+func binaryPut(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+}
