@@ -26,15 +26,21 @@ func FuzzMessageSet(f *testing.F) {
 		var re []byte
 		for it.Next() && n < count {
 			m := it.Message()
-			if m.Magic() == MagicV0 {
+			keyOK := true
+			switch {
+			case m.Magic() == MagicV0:
 				re = AppendV0(re[:0], m.Payload())
-			} else {
+			case m.Keyed():
+				k, v, err := m.KeyValue()
+				keyOK = err == nil
+				re = AppendKeyed(re[:0], k, v)
+			default:
 				re = AppendV1(re[:0], m.Codec(), m.Payload())
 			}
-			if m.Magic() == MagicV1 && m[LengthSize+1]&^codecMask != 0 {
-				t.Fatalf("message %d has attributes %#02x beyond the codec bits, yet iterated", n, m[LengthSize+1])
+			if a := m[LengthSize+1]; m.Magic() == MagicV1 && (a&^attrsKnown != 0 || a&AttrKeyed != 0 && a&codecMask != 0) {
+				t.Fatalf("message %d has attributes %#02x beyond the codec's bits and the key's, or a key on a wrapper, yet iterated", n, a)
 			}
-			if m.Valid() && !bytes.Equal(re, m) {
+			if m.Valid() && keyOK && !bytes.Equal(re, m) {
 				t.Fatalf("message %d re-encodes differently", n)
 			}
 			n++
