@@ -182,3 +182,29 @@ func TestLogicalOffsetsCutWithTheLog(t *testing.T) {
 		t.Errorf("LogicalAt(log end) = %d, %v; want 70", got, err)
 	}
 }
+
+// A wrapper appended as the active segment rolls is counted by its messages, not as one.
+func TestLogicalOffsetsWrapperAfterRoll(t *testing.T) {
+	cfg := testConfig()
+	cfg.FileSize = 1000
+	l := openLog(t, t.TempDir(), cfg, false)
+	for i := 0; i < 5; i++ {
+		mustAppend(t, l, makeSet(i, 1, 200)) // 5 × 209 = 1045 bytes: the next append rolls
+	}
+	wrapper, err := message.Compress(message.CodecGzip, makeSet(5, 4, 200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := mustAppend(t, l, wrapper)
+	if at != 5*209 || len(l.Segments()) != 2 {
+		t.Fatalf("the wrapper went to %d in %d segments; want 1045, the start of a second segment", at, len(l.Segments()))
+	}
+	if got := l.LogicalEnd(); got != 9 {
+		t.Errorf("LogicalEnd = %d, want 5 plain + 4 in the wrapper = 9", got)
+	}
+	mustAppend(t, l, makeSet(9, 1, 200))
+	mustFlush(t, l)
+	if off, first := logicalOf(t, l, 9); off != at+int64(len(wrapper)) || first != 9 {
+		t.Errorf("logical 9 at byte %d (first %d), want just after the wrapper, %d", off, first, at+int64(len(wrapper)))
+	}
+}

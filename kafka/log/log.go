@@ -267,7 +267,9 @@ func (l *Log) rollLocked() (*segment, error) {
 		return nil, l.failLocked(err, 0, false)
 	}
 	s.idx = newIndex(s.path, l.lend)
-	l.nextIdx = s.start + indexInterval
+	if l.nextIdx >= 0 { // -1 marks the set being appended for the index to walk (appendChecked): keep it
+		l.nextIdx = s.start + indexInterval
+	}
 	if err := s.idx.save(); err != nil {
 		l.log.Warn("could not save offset index; it is rebuilt on the next open", "err", err)
 	}
