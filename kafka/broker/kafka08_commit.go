@@ -21,16 +21,11 @@ func (cn *conn) coordinator08() (protocol08.Broker, protocol.ErrorCode) {
 	if cn.b.repl == nil {
 		return self, protocol.ErrNone
 	}
-	m, err := cn.b.repl.Metadata([]string{})
-	if err != nil || len(m.Brokers) == 0 {
+	brokers, err := cn.b.repl.Brokers() // sorted by id
+	if err != nil || len(brokers) == 0 {
 		return protocol08.Broker{NodeID: -1}, protocol08.ErrConsumerCoordinatorNotAvail
 	}
-	low := m.Brokers[0]
-	for _, b := range m.Brokers {
-		if b.ID < low.ID {
-			low = b
-		}
-	}
+	low := brokers[0]
 	if low.ID == self.NodeID {
 		return self, protocol.ErrNone
 	}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"errors"
 	"time"
 
@@ -130,10 +131,10 @@ func (cn *conn) fetchPart08(fp protocol08.FetchPart, set []byte) protocol08.Fetc
 		}
 		if whole == 0 {
 			// A message larger than the read: read it whole next time.
-			if len(buf) < message.LengthSize || want >= message.LengthSize+int64(int32(be32(buf))) {
+			if len(buf) < message.LengthSize || want >= message.LengthSize+int64(int32(binary.BigEndian.Uint32(buf))) {
 				break
 			}
-			want = message.LengthSize + int64(int32(be32(buf)))
+			want = message.LengthSize + int64(int32(binary.BigEndian.Uint32(buf)))
 			continue
 		}
 		start = it.NextOffset()
@@ -162,8 +163,4 @@ func readLog(l *log.Log, off int64, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	return buf[:n], nil
-}
-
-func be32(b []byte) uint32 {
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }

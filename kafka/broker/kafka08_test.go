@@ -250,6 +250,10 @@ func TestKafka08BadInput(t *testing.T) {
 	if o := cl.offsets("bad", protocol08.Latest); o.Error != 0 || len(o.Offsets) != 1 || o.Offsets[0] != 0 {
 		t.Errorf("after the corrupt produce, Offsets latest of bad: %+v, want [0]", o)
 	}
+	// Offsets answers the flushed end, which an unflushed append would not move: the log itself must be empty.
+	if l, ok := tb.Logs().Get("bad", 0); ok && l.LogEndOffset() != 0 {
+		t.Errorf("the corrupt produce wrote %d bytes to bad-0", l.LogEndOffset())
+	}
 }
 
 // Offsets committed through the Kafka protocol outlive a restart of the broker that keeps them, and a

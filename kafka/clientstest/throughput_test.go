@@ -80,35 +80,12 @@ func BenchmarkThroughput08FranzGo(b *testing.B) {
 
 func BenchmarkThroughput07Ours(b *testing.B) {
 	tb := perfBroker(b)
-	value := bytes.Repeat([]byte("x"), perfSize)
-	cfg := producer.DefaultConfig()
-	cfg.BrokerList = "0:" + tb.HostPort()
-	p, err := producer.NewSync(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	batch := make([][]byte, 50)
-	for i := range batch {
-		batch[i] = value
-	}
 	b.SetBytes(perfSize)
 	b.ReportAllocs()
-	start := time.Now()
-	for i := 0; i < b.N; i += len(batch) {
-		if err := p.Send("perf", 0, batch[:min(len(batch), b.N-i)]...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := p.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	produced := time.Since(start)
-	time.Sleep(200 * time.Millisecond) // the produces are not answered: let the broker take the last
-	tb.Flush("perf", 0)
+	produced := produce07(b, tb)
 	c := consumer.NewSimpleConsumer(tb.HostPort(), 10*time.Second)
 	defer c.Close()
-	start = time.Now()
+	start := time.Now()
 	var off int64
 	n := 0
 	for n < b.N {
@@ -134,6 +111,36 @@ func BenchmarkThroughput07Ours(b *testing.B) {
 	report(b, "ours, paper's protocol", produced, consumed)
 }
 
+// produce07 writes b.N messages of perfSize bytes to partition 0 of "perf" with our producer, in batches
+// of 50, flushes the broker's log and returns how long the sending took.
+func produce07(b *testing.B, tb *brokertest.Broker) time.Duration {
+	cfg := producer.DefaultConfig()
+	cfg.BrokerList = "0:" + tb.HostPort()
+	p, err := producer.NewSync(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	value := bytes.Repeat([]byte("x"), perfSize)
+	batch := make([][]byte, 50)
+	for i := range batch {
+		batch[i] = value
+	}
+	start := time.Now()
+	for i := 0; i < b.N; i += len(batch) {
+		if err := p.Send("perf", 0, batch[:min(len(batch), b.N-i)]...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(start)
+	time.Sleep(200 * time.Millisecond) // the produces are not answered: let the broker take the last
+	tb.Flush("perf", 0)
+	return took
+}
+
 func report(b *testing.B, who string, produced, consumed time.Duration) {
 	b.ReportMetric(float64(b.N)/produced.Seconds(), "produced-msg/s")
 	b.ReportMetric(float64(b.N)/consumed.Seconds(), "consumed-msg/s")
@@ -149,26 +156,7 @@ func report(b *testing.B, who string, produced, consumed time.Duration) {
 // broker's side of a Kafka protocol fetch is measured apart from franz-go's.
 func BenchmarkThroughput08Raw(b *testing.B) {
 	tb := perfBroker(b)
-	value := bytes.Repeat([]byte("x"), perfSize)
-	cfg := producer.DefaultConfig()
-	cfg.BrokerList = "0:" + tb.HostPort()
-	p, err := producer.NewSync(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	batch := make([][]byte, 50)
-	for i := range batch {
-		batch[i] = value
-	}
-	for i := 0; i < b.N; i += len(batch) {
-		if err := p.Send("perf", 0, batch[:min(len(batch), b.N-i)]...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	p.Flush()
-	p.Close()
-	time.Sleep(200 * time.Millisecond)
-	tb.Flush("perf", 0)
+	produce07(b, tb)
 	conn, err := net.Dial("tcp", tb.HostPort())
 	if err != nil {
 		b.Fatal(err)

@@ -42,7 +42,7 @@ func TestKeyedBytes(t *testing.T) {
 // A key length that does not fit, or a key on a compressed wrapper, is refused as the log validates.
 func TestKeyedCorrupt(t *testing.T) {
 	withCRC := func(m []byte) []byte {
-		binaryPut(m[6:], crc32.ChecksumIEEE(m[10:]))
+		byteOrder.PutUint32(m[6:], crc32.ChecksumIEEE(m[10:]))
 		return m
 	}
 	long := unhex(t, keyedK)
@@ -68,8 +68,4 @@ func TestKeyedCorrupt(t *testing.T) {
 	if _, err := ValidateWholeDeep(other); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("attribute bit 3: %v, want ErrCorrupt", err)
 	}
-}
-
-func binaryPut(b []byte, v uint32) {
-	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
 }

@@ -157,18 +157,8 @@ func (p *Producer08) metadata(topic string) ([]int32, error) {
 
 // metadata08 asks one broker for a topic's metadata on a connection of its own.
 func metadata08(addr, topic string) ([]protocol08.Broker, []protocol08.TopicMetadata, error) {
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	req := protocol08.AppendRequest(nil, protocol08.Header{APIKey: protocol08.KeyMetadata, CorrelationID: 1, ClientID: "console-producer"},
-		protocol08.AppendMetadataBody(nil, []string{topic}))
-	if _, err := c.Write(req); err != nil {
-		return nil, nil, err
-	}
-	_, resp, err := protocol08.ReadResponse(c, 1<<24)
+	resp, err := protocol08.Call(addr, 30*time.Second, protocol08.Header{APIKey: protocol08.KeyMetadata, CorrelationID: 1, ClientID: "console-producer"},
+		protocol08.AppendMetadataBody(nil, []string{topic}), 1<<24)
 	if err != nil {
 		return nil, nil, err
 	}

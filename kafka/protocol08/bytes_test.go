@@ -2,8 +2,10 @@ package protocol08
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"strings"
 	"testing"
 
@@ -156,8 +158,7 @@ func fixCRC(entry []byte) []byte {
 // recrc recomputes the CRC of a one-entry set, so that a test can
 // break what the CRC covers and still get past the CRC check.
 func recrc(entry []byte) []byte {
-	c := crcOf(entry[16:])
-	entry[12], entry[13], entry[14], entry[15] = byte(c>>24), byte(c>>16), byte(c>>8), byte(c)
+	binary.BigEndian.PutUint32(entry[12:], crc32.ChecksumIEEE(entry[16:]))
 	return entry
 }
 

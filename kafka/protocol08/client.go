@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
+	"time"
 )
 
 // The client's side, for tests and tools: requests framed with their
@@ -168,4 +170,26 @@ func readInt32s(r *reader, what string) []int32 {
 		out = append(out, r.int32(what))
 	}
 	return out
+}
+
+// Call sends one request to addr on a connection of its own, closed after, and returns the answer's body
+// (at most maxSize bytes); the whole exchange must take less than timeout.
+func Call(addr string, timeout time.Duration, h Header, body []byte, maxSize int) ([]byte, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write(AppendRequest(nil, h, body)); err != nil {
+		return nil, fmt.Errorf("%s to %s: %w", KeyName(h.APIKey), addr, err)
+	}
+	corr, resp, err := ReadResponse(c, maxSize)
+	if err != nil {
+		return nil, fmt.Errorf("%s answer from %s: %w", KeyName(h.APIKey), addr, err)
+	}
+	if corr != h.CorrelationID {
+		return nil, fmt.Errorf("%w: %s answer from %s has correlation id %d, not %d", ErrMalformed, KeyName(h.APIKey), addr, corr, h.CorrelationID)
+	}
+	return resp, nil
 }

@@ -2,6 +2,7 @@ package protocol08
 
 import (
 	"encoding/binary"
+	"strconv"
 
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
@@ -66,17 +67,7 @@ func KeyName(key int16) string {
 	case KeyAPIVersions:
 		return "ApiVersions"
 	}
-	return "key " + itoa(int(key))
-}
-
-func itoa(n int) string {
-	if n < 0 {
-		return "-" + itoa(-n)
-	}
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
+	return "key " + strconv.Itoa(int(key))
 }
 
 // Header is a request's header after the api_key.

@@ -233,8 +233,6 @@ func (a *Appender) add(m message.Message) bool {
 	return true
 }
 
-func crcOf(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
-
 // AppendEntryCodec appends a compressed 0.8 entry whose value is payload,
 // a 0.8 message set already compressed with codec (for clients and tests).
 func AppendEntryCodec(dst []byte, offset int64, codec message.Codec, payload []byte) []byte {

@@ -1,6 +1,10 @@
 package protocol08
 
-import "github.com/kafkarepro/kafkarepro/kafka/protocol"
+import (
+	"encoding/binary"
+
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+)
 
 // Produce v0:
 //
@@ -84,15 +88,11 @@ func groupByTopic(dst []byte, n int, topic func(int) string, item func([]byte, i
 			dst = item(dst, i)
 			parts++
 		}
-		putInt32(dst[partsAt:], parts)
+		binary.BigEndian.PutUint32(dst[partsAt:], uint32(parts))
 		topics++
 	}
-	putInt32(dst[countAt:], topics)
+	binary.BigEndian.PutUint32(dst[countAt:], uint32(topics))
 	return dst
-}
-
-func putInt32(b []byte, v int32) {
-	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
 }
 
 func errCode(v int16) protocol.ErrorCode { return protocol.ErrorCode(v) }

@@ -381,6 +381,24 @@ func (m *Manager) EpochEnd(req *protocol.EpochEndOffsetRequest) []protocol.Epoch
 	return out
 }
 
+// Brokers lists the live brokers by id, as Metadata names them.
+func (m *Manager) Brokers() ([]protocol.BrokerAddr, error) {
+	live, err := LiveBrokers(m.zk)
+	if err != nil {
+		return nil, err
+	}
+	return brokerAddrs(live), nil
+}
+
+func brokerAddrs(live map[int32]zk.Broker) []protocol.BrokerAddr {
+	var out []protocol.BrokerAddr
+	for _, id := range slices.Sorted(maps.Keys(live)) {
+		b := live[id]
+		out = append(out, protocol.BrokerAddr{ID: id, Host: b.Host, Port: int32(b.Port)})
+	}
+	return out
+}
+
 // Metadata answers a METADATA request from ZooKeeper, which holds the truth (0.8 answered from a cache the
 // controller kept, which could lag it): the live brokers and, per topic asked (every replicated topic if
 // none), its partitions' leaders, replicas and ISRs.
@@ -389,11 +407,7 @@ func (m *Manager) Metadata(topics []string) (*protocol.MetadataResponse, error) 
 	if err != nil {
 		return nil, err
 	}
-	resp := &protocol.MetadataResponse{}
-	for _, id := range slices.Sorted(maps.Keys(live)) {
-		b := live[id]
-		resp.Brokers = append(resp.Brokers, protocol.BrokerAddr{ID: id, Host: b.Host, Port: int32(b.Port)})
-	}
+	resp := &protocol.MetadataResponse{Brokers: brokerAddrs(live)}
 	if len(topics) == 0 {
 		if _, topics, err = ReplicatedTopics(m.zk); err != nil {
 			return nil, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
@@ -64,20 +63,10 @@ func getOffsetShell(args []string, std stdio) error {
 // logicalOffsets asks addr the Kafka protocol's Offsets v0 (docs/PROTOCOL.md
 // §12) for partition's offsets before t.
 func logicalOffsets(addr, topic string, partition int32, t int64, n int32) ([]int64, error) {
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	body := protocol08.AppendOffsetsBody(nil, []protocol08.OffsetsPart{{Topic: topic, Partition: partition, Time: t, MaxOffsets: n}})
+	resp, err := protocol08.Call(addr, 30*time.Second, protocol08.Header{APIKey: protocol08.KeyOffsets, CorrelationID: 1, ClientID: "get-offset-shell"}, body, 1<<20)
 	if err != nil {
 		return nil, fmt.Errorf("get-offset-shell: %w", err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	body := protocol08.AppendOffsetsBody(nil, []protocol08.OffsetsPart{{Topic: topic, Partition: partition, Time: t, MaxOffsets: n}})
-	req := protocol08.AppendRequest(nil, protocol08.Header{APIKey: protocol08.KeyOffsets, CorrelationID: 1, ClientID: "get-offset-shell"}, body)
-	if _, err := c.Write(req); err != nil {
-		return nil, fmt.Errorf("get-offset-shell: Offsets to %s: %w", addr, err)
-	}
-	_, resp, err := protocol08.ReadResponse(c, 1<<20)
-	if err != nil {
-		return nil, fmt.Errorf("get-offset-shell: Offsets answer from %s: %w", addr, err)
 	}
 	res, err := protocol08.DecodeOffsetsResponse(resp)
 	if err != nil {
