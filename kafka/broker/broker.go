@@ -66,6 +66,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/kafka/coalesce"
 	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
 )
@@ -103,6 +104,8 @@ type Broker struct {
 	ln       *net.TCPListener
 	maxFetch int           // fetch sizes are capped here (max.socket.request.bytes)
 	groups   *groupOffsets // offsets committed through the Kafka protocol (groupoffsets.go)
+	coalesce coalesce.Rule // produce.coalesce.max.us (coalesce.go)
+	sleepers *sleepers     // connections asleep with a mark (coalesce.go)
 
 	mem   *requestMemory // queued.max.request.bytes (memory.go)
 	lim   *limiters      // rate-limited warnings (ratelog.go)
@@ -140,6 +143,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		cfg:      cfg,
 		reg:      opts.Registrar,
 		maxFetch: cfg.MaxRequestBytes,
+		coalesce: coalesce.Rule{Max: time.Duration(cfg.ProduceCoalesceMaxUs) * time.Microsecond}.Defaults(),
 		conns:    make(map[*net.TCPConn]*connState),
 		refusing: make(chan struct{}, maxRefusing),
 		perIP:    make(map[netip.Addr]int),
@@ -156,6 +160,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		root = slog.Default()
 	}
 	b.log = root.With("component", "broker")
+	b.sleepers = newSleepers(b.coalesce.Max, b.stopping)
 	lc := cfg.LogConfig()
 	lc.Logger = opts.Logger // as given: the log manager adds component=log (nil: slog.Default())
 	logs, err := log.NewManager(cfg.LogDir, lc)

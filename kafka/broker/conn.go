@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/kafka/coalesce"
 	"github.com/kafkarepro/kafkarepro/kafka/log"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 	"github.com/kafkarepro/kafkarepro/kafka/replication"
@@ -57,6 +58,8 @@ type conn struct {
 	codes     []protocol.ErrorCode
 	ans       *answerer // acks=-1 answers waiting for their commits (ackedanswers.go); nil until the first
 
+	co coalescer // an unacknowledged producer's read side (coalesce.go)
+
 	speaks speaks  // the protocol of this connection, decided by its first request
 	k08    *conn08 // the Kafka protocol's state (kafka08.go), once it speaks it
 }
@@ -99,10 +102,20 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 		b.log.Warn("cannot use connection", "remote", cn.remote, "err", err)
 		return
 	}
+	cn.co.ok = b.coalesce.Max > 0 && cn.co.sock.init(c) == nil
 	b.log.Debug("connection opened", "remote", cn.remote)
 	for {
+		var id int16
+		var n int
+		var err error
+		if cn.co.quiet && cn.co.ok && cn.r.Buffered() == 0 {
+			err = cn.sleep()
+		}
+		cn.co.quiet = false
 		cn.armIdle()
-		id, n, err := cn.readHeader()
+		if err == nil {
+			id, n, err = cn.readHeader()
+		}
 		if cn.idleSet {
 			cn.st.idleSince.Store(0)
 			cn.idleSet = false
@@ -128,6 +141,11 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 		if err != nil {
 			cn.closing(err)
 			return
+		}
+		if !cn.co.quiet {
+			// A client that waits for answers here is never made to wait on
+			// a mark again (coalesce.go).
+			cn.co.ok = false
 		}
 	}
 }
@@ -216,6 +234,11 @@ func (cn *conn) readHeader() (int16, int, error) {
 		cn.r.Discard(protocol.RequestHeaderSize)
 		return protocol.ParseRequestFrame(h, cn.b.cfg.MaxRequestBytes)
 	}
+	if cn.co.sock.n > coalesce.Off {
+		if err := cn.settle(); err != nil {
+			return 0, 0, err
+		}
+	}
 	return protocol.ReadRequestFrame(cn.r, cn.hdr[:], cn.b.cfg.MaxRequestBytes)
 }
 
@@ -238,6 +261,11 @@ const bodyGrace = 10 * time.Second
 // must keep arriving at request.min.bytes.per.sec (bodyDeadline), so a
 // client that trickles it cannot hold its share of the budget for long.
 func (cn *conn) readBody(id int16, n int) ([]byte, error) {
+	if cn.co.sock.n > coalesce.Off && cn.r.Buffered() < n {
+		if err := cn.settle(); err != nil {
+			return nil, err
+		}
+	}
 	if n <= smallRequestBytes {
 		body, err := cn.r.Peek(n)
 		if err != nil {

@@ -35,6 +35,7 @@ func (cn *conn) produce08(h protocol08.Header, body []byte) error {
 					r.Topic, r.Partition, r.Error)
 			}
 		}
+		cn.co.quiet = true
 		return nil
 	}
 	cn.out = protocol08.AppendProduceResponse(cn.out[:0], h.CorrelationID, results)

@@ -11,5 +11,6 @@ func (cn *conn) handleMultiProduce(body []byte) error {
 	for i := range m.Produces {
 		cn.produce(&m.Produces[i])
 	}
+	cn.co.quiet = true
 	return nil
 }

@@ -18,6 +18,7 @@ func (cn *conn) handleProduce(body []byte) error {
 		return err
 	}
 	cn.produce(&p)
+	cn.co.quiet = true
 	return nil
 }
 

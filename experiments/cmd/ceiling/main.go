@@ -50,6 +50,7 @@ type options struct {
 	messages, b1Messages, size, rounds int
 	ours, dropCache, holdFreed         bool
 	dir                                string
+	set                                string // perf's --set: broker settings over the shipped ones
 }
 
 func main() {
@@ -70,6 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.ours, "ours", true, "also run our tools (make perf) in every round")
 	fs.BoolVar(&o.dropCache, "drop-cache", false, "drop the page cache before every round (root: echo 1 > /proc/sys/vm/drop_caches)")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "folder for the probes' files")
+	fs.StringVar(&o.set, "set", "", "broker settings over the shipped ones for our tools, key=value[,key=value...] (perf --set)")
 	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; machine.HoldFreedMemory)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -172,6 +174,9 @@ func runPerf(ctx context.Context, bin string, o options, w io.Writer) (map[strin
 		args = append(args, "--drop-cache")
 	}
 	args = append(args, "--hold-freed-memory="+strconv.FormatBool(o.holdFreed))
+	if o.set != "" {
+		args = append(args, "--set", o.set)
+	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = repo
 	var out bytes.Buffer

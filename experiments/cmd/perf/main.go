@@ -61,6 +61,7 @@ type options struct {
 	profileDir, outDir                    string
 	holdFreed                             bool
 	bin                                   string // the kafka command to build and run
+	set                                   map[string]string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -78,7 +79,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the broker and of every tool run there (broker.prof, producer50.prof, ...)")
 	fs.StringVar(&o.outDir, "out-dir", "", "keep every tool's full output there")
 	fs.StringVar(&o.bin, "kafka-bin", "bin/kafka", "where to build the kafka command (relative paths: to the repository root)")
+	set := fs.String("set", "", "server.properties settings over the shipped ones, key=value[,key=value...] (for instance produce.coalesce.max.us=0)")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.set, err = parseSet(*set); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -171,7 +177,7 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 		return []string{"--cpuprofile=" + filepath.Join(o.profileDir, name+".prof")}
 	}
 
-	broker, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, "broker"), Args: prof("broker")})
+	broker, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, "broker"), Args: prof("broker"), Override: o.set})
 	if err != nil {
 		return err
 	}
@@ -500,4 +506,20 @@ func syscalls(pid int) (map[string]int64, error) {
 		return nil, fmt.Errorf("no syscr line in /proc/%d/io", pid)
 	}
 	return c, nil
+}
+
+// parseSet parses --set's key=value[,key=value...].
+func parseSet(v string) (map[string]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for kv := range strings.SplitSeq(v, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set: %q is not key=value", kv)
+		}
+		m[k] = val
+	}
+	return m, nil
 }

@@ -103,12 +103,21 @@ type brokerProduce struct {
 	lb    *loopback
 	conn  net.Conn
 	w     *bufio.Writer
+	each  bool // a write(2) per request, not through w
 	frame []byte
 	set   int64 // bytes of one request's message set
 	sent  int64 // requests written
 }
 
 func openBrokerProduce(batch int) func(dir string) (Op, error) {
+	return openBrokerProduceWrites(batch, 64<<10)
+}
+
+// openBrokerProduceWrites is openBrokerProduce with the client's buffer
+// holding buf bytes, or with buf 0 each request in its own write(2), as a
+// batch-1 producer does, so that the broker's read side (its wake-ups and
+// package coalesce's marks) is in the count.
+func openBrokerProduceWrites(batch, buf int) func(dir string) (Op, error) {
 	return func(dir string) (Op, error) {
 		lb, _, err := startBroker(dir, 0)
 		if err != nil {
@@ -119,7 +128,7 @@ func openBrokerProduce(batch int) func(dir string) (Op, error) {
 			return nil, errors.Join(fmt.Errorf("hotpath: dial the broker: %w", err), lb.close())
 		}
 		set := newSet(batch)
-		o := &brokerProduce{lb: lb, conn: c, w: bufio.NewWriterSize(c, 64<<10), set: int64(len(set)),
+		o := &brokerProduce{lb: lb, conn: c, w: bufio.NewWriterSize(c, max(buf, 16)), each: buf == 0, set: int64(len(set)),
 			frame: protocol.ProduceRequest{Topic: topic, Partition: 0, Messages: set}.AppendTo(nil)}
 		// The first request creates the partition; the steady state starts after it.
 		if err := errors.Join(o.Do(), o.Settle()); err != nil {
@@ -130,7 +139,13 @@ func openBrokerProduce(batch int) func(dir string) (Op, error) {
 }
 
 func (o *brokerProduce) Do() error {
-	if _, err := o.w.Write(o.frame); err != nil {
+	var err error
+	if o.each {
+		_, err = o.conn.Write(o.frame)
+	} else {
+		_, err = o.w.Write(o.frame)
+	}
+	if err != nil {
 		return fmt.Errorf("hotpath: broker/produce: write: %w", err)
 	}
 	o.sent++

@@ -11,6 +11,9 @@
 //	log/append-replica       a follower's Log.AppendReplicaPrefix of a fetched set of 50
 //	                         (every CRC checked once, written through to the file)
 //	broker/produce-batch1    a PRODUCE of 1 message, over loopback, into the log
+//	broker/produce-each1     the same, each request in a write(2) of its own, as
+//	                         a batch-1 producer sends them: the broker's read
+//	                         side (wake-ups, package coalesce) counted too
 //	broker/produce-batch50   a PRODUCE of 50 messages
 //	broker/fetch             a 300 KB FETCH over loopback, answered with sendfile
 //	producer/send-batch1     SyncProducer.Send of 1 message (one socket write)
@@ -93,6 +96,7 @@ func Paths() []Path {
 		{Name: "log/append-batch50", Messages: 50, Bytes: 50 * wire, Open: openLogAppend(50)},
 		{Name: "log/append-replica", Messages: 50, Bytes: 50 * wire, Open: openLogAppendReplica(50)},
 		{Name: "broker/produce-batch1", Messages: 1, Bytes: wire, Open: openBrokerProduce(1)},
+		{Name: "broker/produce-each1", Messages: 1, Bytes: wire, Open: openBrokerProduceWrites(1, 0)},
 		{Name: "broker/produce-batch50", Messages: 50, Bytes: 50 * wire, Open: openBrokerProduce(50)},
 		{Name: "broker/fetch", Messages: FetchSize / wire, Bytes: FetchSize, Open: openBrokerFetch},
 		{Name: "producer/send-batch1", Messages: 1, Bytes: wire, Open: openSend(1)},

@@ -1,0 +1,157 @@
+package broker
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kafkarepro/kafkarepro/kafka/coalesce"
+)
+
+// This file is the read side of an unacknowledged producer's connection:
+// after a request that gets no answer, with nothing left in the read
+// buffer, the connection reads with the mark of package coalesce set on its
+// socket, so that the kernel wakes it once the mark's bytes are queued. A
+// read that finds bytes returns them at once, mark or not: the mark only
+// decides how long a connection with nothing to read sleeps.
+//
+// The bound: a sleeper is registered with the broker's sleepers, and one
+// ticker for the whole broker (running only while someone sleeps) lowers the
+// mark of every connection asleep for at least Max/2 to one byte, which
+// wakes it if anything is queued (Linux checks when the mark is lowered). A
+// read deadline per sleep would bound it too, but arming a timer per sleep
+// wakes the runtime's poller thread each time, on this VM as costly as the
+// wake-ups coalescing saves.
+//
+// Every other read is an ordinary one: a request that is answered is never
+// followed by a coalesced sleep, and a read inside a request first puts the
+// mark back (settle), so a request's own bytes never wait for the mark.
+
+// coalescer is a connection's share of it.
+type coalescer struct {
+	st    coalesce.State
+	sock  lowat // the socket's mark
+	ok    bool  // SO_RCVLOWAT can be set on this connection
+	quiet bool  // the request just served expects no answer
+}
+
+// sleep waits for the next request of a connection whose last request was
+// unanswered and whose read buffer is empty, with the mark in force, and
+// steps the rule on what the sleep saw.
+func (cn *conn) sleep() error {
+	co := &cn.co
+	mark := co.st.Mark
+	// The socket keeps the mark it slept with last until told otherwise,
+	// and a rule that turned off after a sleep that bytes ended must not
+	// leave it there: the sleep always sets the state's mark.
+	if err := cn.setMark(mark); err != nil {
+		return err
+	}
+	if mark > coalesce.Off {
+		cn.b.sleepers.add(cn)
+		cn.b.sleepers.sleeps.Add(1)
+	}
+	cn.armIdle()
+	start := time.Now()
+	_, err := cn.r.Peek(1)
+	s := coalesce.Sleep{Mark: mark, Slept: time.Since(start), Bytes: cn.r.Buffered()}
+	if mark > coalesce.Off && cn.b.sleepers.remove(cn) {
+		// The ticker woke it and set the mark to one byte.
+		s.TimedOut = true
+		co.sock.n = coalesce.Off
+		cn.b.sleepers.woken.Add(1)
+	}
+	if err != nil {
+		return err
+	}
+	co.st = cn.b.coalesce.Step(co.st, s)
+	return nil
+}
+
+// settle puts the mark of one byte back before a read from the socket
+// outside sleep.
+func (cn *conn) settle() error {
+	return cn.setMark(coalesce.Off)
+}
+
+// setMark sets the socket's mark if it is not n already.
+func (cn *conn) setMark(n int) error {
+	l := &cn.co.sock
+	if l.n == n {
+		return nil
+	}
+	return l.set(n)
+}
+
+// sleepers are the connections asleep with a mark, and the ticker that
+// bounds their sleep.
+type sleepers struct {
+	period time.Duration // Max/2
+	stop   <-chan struct{}
+
+	sleeps atomic.Int64 // sleeps with a mark, since the start
+	woken  atomic.Int64 // of which the ticker ended
+
+	mu      sync.Mutex
+	asleep  map[*conn]int64 // the tick count when each fell asleep
+	tick    int64
+	running bool
+}
+
+func newSleepers(max time.Duration, stop <-chan struct{}) *sleepers {
+	return &sleepers{period: max / 2, stop: stop, asleep: make(map[*conn]int64)}
+}
+
+func (s *sleepers) add(cn *conn) {
+	s.mu.Lock()
+	s.asleep[cn] = s.tick
+	if !s.running {
+		s.running = true
+		go s.run()
+	}
+	s.mu.Unlock()
+}
+
+// remove takes cn off the list and reports whether the ticker had woken it
+// (and taken it off) first.
+func (s *sleepers) remove(cn *conn) (woken bool) {
+	s.mu.Lock()
+	_, asleep := s.asleep[cn]
+	delete(s.asleep, cn)
+	s.mu.Unlock()
+	return !asleep
+}
+
+// run ticks every Max/2 while anyone sleeps. A connection that fell asleep
+// at tick k is woken at tick k+2, between Max/2 and Max later.
+func (s *sleepers) run() {
+	t := time.NewTicker(s.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.stop:
+		}
+		s.mu.Lock()
+		s.tick++
+		for cn, at := range s.asleep {
+			if s.tick-at >= 2 {
+				cn.co.sock.set(coalesce.Off) // an error: the connection is closing, its read fails anyway
+				delete(s.asleep, cn)
+			}
+		}
+		if len(s.asleep) == 0 {
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+	}
+}
+
+// CoalesceStats returns how many times, since the start, a connection slept
+// with a mark of more than one byte (package coalesce), and how many of
+// those sleeps produce.coalesce.max.us ended.
+func (b *Broker) CoalesceStats() (sleeps, woken int64) {
+	return b.sleepers.sleeps.Load(), b.sleepers.woken.Load()
+}
