@@ -45,6 +45,24 @@ var (
 // StopTimeout is how long Stop waits after SIGTERM before it kills.
 const StopTimeout = 30 * time.Second
 
+// BuildTemp builds this repository's kafka command (localsvc.RepoDir) into
+// a new temporary folder named with prefix, which the caller removes.
+func BuildTemp(ctx context.Context, prefix string) (tmp, bin string, err error) {
+	repo, err := localsvc.RepoDir()
+	if err != nil {
+		return "", "", err
+	}
+	if tmp, err = os.MkdirTemp("", prefix); err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(tmp, "kafka")
+	if err := Build(ctx, repo, bin); err != nil {
+		os.RemoveAll(tmp)
+		return "", "", err
+	}
+	return tmp, bin, nil
+}
+
 // Build compiles ./kafka/cmd/kafka of the module in repoDir into out, with
 // the go command named by $GO (default "go").
 func Build(ctx context.Context, repoDir, out string) error {

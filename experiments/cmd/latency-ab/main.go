@@ -27,7 +27,6 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/experiments/latency"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
-	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 func main() {
@@ -60,19 +59,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *setting == "" || len(vals) == 0 || *rounds < 1 {
 		return fmt.Errorf("need a --setting, --values and --rounds >= 1")
 	}
-	repo, err := localsvc.RepoDir()
-	if err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "latency-ab-")
+	tmp, bin, err := kafkaproc.BuildTemp(ctx, "latency-ab-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "kafka")
-	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
-		return err
-	}
 	n := 0
 	for round := 1; round <= *rounds; round++ {
 		for _, v := range vals {

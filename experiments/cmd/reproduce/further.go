@@ -69,7 +69,7 @@ func withError[R any](r *R, err error, errField func(*R) *string) *R {
 // (internal/kafkaproc) on the servers' host (the server host over a link),
 // so its CPU time is the broker's alone.
 func runCompression(ctx context.Context, host localsvc.Host, n int, stderr io.Writer) (*compression.Result, error) {
-	tmp, bin, err := buildKafka(ctx, "reproduce-compression.")
+	tmp, bin, err := kafkaproc.BuildTemp(ctx, "reproduce-compression.")
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func runLatency(ctx context.Context, o options, sum *experiments.Summary, stderr
 			}
 		}
 	}
-	tmp, bin, err := buildKafka(ctx, "reproduce-latency.")
+	tmp, bin, err := kafkaproc.BuildTemp(ctx, "reproduce-latency.")
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,6 @@ import (
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/link"
 	"github.com/kafkarepro/kafkarepro/experiments/machine"
-	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
@@ -349,24 +348,6 @@ func replot(o options, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "redrew %s\n", dir)
 	return 0
-}
-
-// buildKafka builds this tree's kafka command into a new temporary folder
-// named with prefix, which the caller removes.
-func buildKafka(ctx context.Context, prefix string) (tmp, bin string, err error) {
-	repo, err := localsvc.RepoDir()
-	if err != nil {
-		return "", "", err
-	}
-	if tmp, err = os.MkdirTemp("", prefix); err != nil {
-		return "", "", err
-	}
-	bin = filepath.Join(tmp, "kafka")
-	if err := kafkaproc.Build(ctx, repo, bin); err != nil {
-		os.RemoveAll(tmp)
-		return "", "", err
-	}
-	return tmp, bin, nil
 }
 
 // section5 runs the §5 tests, system after system, with the ceiling's

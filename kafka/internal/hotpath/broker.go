@@ -102,8 +102,8 @@ func (lb *loopback) close() error {
 type brokerProduce struct {
 	lb    *loopback
 	conn  net.Conn
-	w     *bufio.Writer
-	each  bool // a write(2) per request, not through w
+	w     *bufio.Writer // nil when each
+	each  bool          // a write(2) per request, not through w
 	frame []byte
 	set   int64 // bytes of one request's message set
 	sent  int64 // requests written
@@ -128,8 +128,11 @@ func openBrokerProduceWrites(batch, buf int) func(dir string) (Op, error) {
 			return nil, errors.Join(fmt.Errorf("hotpath: dial the broker: %w", err), lb.close())
 		}
 		set := newSet(batch)
-		o := &brokerProduce{lb: lb, conn: c, w: bufio.NewWriterSize(c, max(buf, 16)), each: buf == 0, set: int64(len(set)),
+		o := &brokerProduce{lb: lb, conn: c, each: buf == 0, set: int64(len(set)),
 			frame: protocol.ProduceRequest{Topic: topic, Partition: 0, Messages: set}.AppendTo(nil)}
+		if !o.each {
+			o.w = bufio.NewWriterSize(c, buf)
+		}
 		// The first request creates the partition; the steady state starts after it.
 		if err := errors.Join(o.Do(), o.Settle()); err != nil {
 			return nil, errors.Join(err, o.Close())
@@ -153,8 +156,10 @@ func (o *brokerProduce) Do() error {
 }
 
 func (o *brokerProduce) Settle() error {
-	if err := o.w.Flush(); err != nil {
-		return fmt.Errorf("hotpath: broker/produce: write: %w", err)
+	if o.w != nil {
+		if err := o.w.Flush(); err != nil {
+			return fmt.Errorf("hotpath: broker/produce: write: %w", err)
+		}
 	}
 	return o.lb.waitEnd(o.sent * o.set)
 }
