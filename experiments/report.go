@@ -178,6 +178,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 	if r := s.Replication; r != nil {
 		w("%s", replication.Section(r))
 	}
+	w("%s", protocolsSection(s.Protocols))
 	w("Figures: `fig4_producer.png`, `fig5_consumer.png`, `fig_storage.png`. Data: `producer.csv`, `consumer.csv`, `series.csv`, `summary.json`.\n")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("experiments: write %s: %w", path, err)

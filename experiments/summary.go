@@ -10,6 +10,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/experiments/latency"
 	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/experiments/measure"
+	"github.com/kafkarepro/kafkarepro/experiments/protocols"
 	"github.com/kafkarepro/kafkarepro/experiments/replication"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
@@ -51,6 +52,8 @@ type Summary struct {
 	Latency *latency.Result `json:"latency,omitempty"`
 	// Replication is figure 6's experiment (package replication), when run.
 	Replication *replication.Result `json:"replication,omitempty"`
+	// Protocols is the Kafka protocol beside the paper's (package protocols), when run.
+	Protocols *protocols.Result `json:"protocols,omitempty"`
 }
 
 // Average is one test's average throughput, flat for quick reading.

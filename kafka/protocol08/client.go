@@ -62,21 +62,32 @@ func AppendMetadataBody(dst []byte, topics []string) []byte {
 }
 
 // ReadResponse reads one response (at most maxSize bytes) and returns its
-// correlation id and body.
+// correlation id and body, in memory of its own.
 func ReadResponse(r io.Reader, maxSize int) (int32, []byte, error) {
-	var hdr [8]byte
-	if _, err := io.ReadFull(r, hdr[:4]); err != nil {
-		return 0, nil, err
+	corr, body, _, err := ReadResponseInto(r, nil, maxSize)
+	return corr, body, err
+}
+
+// ReadResponseInto is ReadResponse reading into buf, grown when the
+// response is larger; it returns the buffer to pass next time, so that a
+// client reading many responses allocates once.
+func ReadResponseInto(r io.Reader, buf []byte, maxSize int) (corr int32, body, newBuf []byte, err error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, buf, err
 	}
 	n := int(int32(binary.BigEndian.Uint32(hdr[:])))
 	if n < 4 || n > maxSize {
-		return 0, nil, fmt.Errorf("%w: response size %d", ErrMalformed, n)
+		return 0, nil, buf, fmt.Errorf("%w: response size %d", ErrMalformed, n)
 	}
-	b := make([]byte, n)
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	b := buf[:n]
 	if _, err := io.ReadFull(r, b); err != nil {
-		return 0, nil, err
+		return 0, nil, buf, err
 	}
-	return int32(binary.BigEndian.Uint32(b)), b[4:], nil
+	return int32(binary.BigEndian.Uint32(b)), b[4:], buf, nil
 }
 
 // topicParts walks [string topic | [part]] calling part for each partition.

@@ -12,13 +12,14 @@ import (
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/compression"
 	"github.com/kafkarepro/kafkarepro/experiments/latency"
+	"github.com/kafkarepro/kafkarepro/experiments/protocols"
 	"github.com/kafkarepro/kafkarepro/experiments/replication"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 // furtherExperiment is one experiment beyond §5's, in a package of its own
-// (experiments/compression, latency, replication). It runs after the §5
+// (experiments/compression, latency, replication, protocols). It runs after the §5
 // tests when its flag asks for it, writes its part of the summary (with its
 // error, if it failed, so that REPORT.md says so), and returns the error,
 // which the run records under the experiment's name.
@@ -46,6 +47,12 @@ func further(o options, stderr io.Writer) []furtherExperiment {
 			fmt.Fprintf(stderr, "reproduce: replication experiment (figure 6), %d messages per mode\n", o.replication)
 			r, err := runReplication(ctx, o.host, o.replication, o.size, stderr)
 			sum.Replication = withError(r, err, func(r *replication.Result) *string { return &r.Error })
+			return err
+		}},
+		{"protocols", o.protocols > 0, func(ctx context.Context, sum *experiments.Summary) error {
+			fmt.Fprintf(stderr, "reproduce: the Kafka protocol beside the paper's, %d messages per path\n", o.protocols)
+			r, err := runProtocols(ctx, o, stderr)
+			sum.Protocols = withError(r, err, func(r *protocols.Result) *string { return &r.Error })
 			return err
 		}},
 	}

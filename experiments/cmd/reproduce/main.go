@@ -64,6 +64,7 @@ type options struct {
 	latency     time.Duration // paced phase per flush setting of figure 7; 0: not run
 	latencyRate int           // its producer's rate (0: half our batch-1 producer's)
 	replication int           // messages per mode of figure 6's replication experiment; 0: not run
+	protocols   int           // messages per path of the protocols experiment; 0: not run
 	network     link.Spec     // loopback, or the link of network.go
 	beside      string        // a run over the other path, for REPORT.md
 	// Set in the child of a run over a link (network.go): where the local
@@ -90,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	replication := fs.Int("replication-messages", -1, "messages per mode of the replication experiment, figure 6 (default: --messages between 1,000,000 and 2,000,000; 0 skips it)")
 	network := fs.String("network", link.Loopback, "loopback, or the rate of a link between a server host and a client host (network namespaces, tc tbf; needs root): 1gbit (the paper's), 10gbit, 100mbit")
 	fs.StringVar(&o.beside, "beside", "", "a run folder measured over the other path (loopback or a link), set beside this run in REPORT.md")
+	protocolsN := fs.Int("protocols-messages", -1, "messages per path of the protocols experiment, the Kafka protocol (franz-go) beside the paper's (default: --messages, at most 2,000,000; 0 skips it)")
 	compression := fs.Int("compression-messages", -1, "messages per codec of the compression experiment (default: --messages, at most 1,000,000; 0 skips it)")
 	latency := fs.Duration("latency-seconds", -1, "paced phase per flush setting of figure 7, the latency experiment (default 20s, 4s with --quick; 0 skips it)")
 	fs.IntVar(&o.latencyRate, "latency-rate", 0, "figure 7's producer rate in msg/s (0: half our batch-1 producer's rate in this run)")
@@ -134,8 +136,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.replication < 0 {
 		o.replication = min(max(o.messages, 1_000_000), 2_000_000) // --quick's 200,000 would last under a second in the 1-replica mode
 	}
+	o.protocols = *protocolsN
+	if o.protocols < 0 {
+		o.protocols = min(o.messages, 2_000_000)
+	}
 	if !slices.Contains(o.systems, compare.Ours) {
-		o.compression, o.replication = 0, 0
+		o.compression, o.replication, o.protocols = 0, 0, 0
 	}
 	o.latency = *latency
 	if o.latency < 0 {

@@ -20,6 +20,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare/local"
 	"github.com/kafkarepro/kafkarepro/experiments"
 	"github.com/kafkarepro/kafkarepro/experiments/latency"
+	"github.com/kafkarepro/kafkarepro/experiments/protocols"
 	"github.com/kafkarepro/kafkarepro/experiments/replication"
 	"github.com/kafkarepro/kafkarepro/internal/stats"
 )
@@ -131,6 +132,21 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	}
 	if r := sum.Replication; r == nil || len(r.Results) != len(replication.Modes()) || r.Results[3].P99Ms <= 0 {
 		t.Errorf("replication experiment: %+v", r)
+	}
+	// The Kafka protocol beside the paper's: four paths, each phase measured, in REPORT.md.
+	if p := sum.Protocols; p == nil || len(p.Paths) != 4 || p.Error != "" {
+		t.Errorf("protocols experiment: %+v", p)
+	} else {
+		for _, path := range p.Paths {
+			for _, ph := range []*protocols.Phase{path.Producer, path.Consumer} {
+				if ph != nil && (ph.Messages != p.Messages || ph.MsgPerS <= 0) {
+					t.Errorf("protocols %s on %s: %+v", path.Name, path.Topic, ph)
+				}
+			}
+		}
+		if report, _ := os.ReadFile(filepath.Join(out, "REPORT.md")); !strings.Contains(string(report), "of the paper's protocol's fetch rate") {
+			t.Errorf("REPORT.md lacks the protocols experiment's ratios")
+		}
 	}
 	if want := len(strings.Split(systems, ",")); len(sum.Systems) != want {
 		t.Fatalf("%d systems in summary.json, want %d", len(sum.Systems), want)
