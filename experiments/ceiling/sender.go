@@ -127,10 +127,16 @@ func sendSets(c *net.TCPConn, j sendJob) error {
 	return nil
 }
 
-// withSender listens on loopback, starts a sender process for job (this
-// binary, re-executed) and runs receive on the connection it opens. It
+// withSender is how a probe gets its sender: withSenderProcess, except in
+// the instruction count of scripts/ceiling-callgrind.sh (count_test.go),
+// which keeps both sides in one process because callgrind does not survive
+// a traced Go program's child exiting.
+var withSender = withSenderProcess
+
+// withSenderProcess listens on loopback, starts a sender process for job
+// (this binary, re-executed) and runs receive on the connection it opens. It
 // returns when both are done; the first error ends both.
-func withSender(ctx context.Context, job sendJob, receive func(net.Conn) error) error {
+func withSenderProcess(ctx context.Context, job sendJob, receive func(net.Conn) error) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

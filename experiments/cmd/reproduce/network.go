@@ -128,6 +128,11 @@ func overLink(ctx context.Context, o options, args []string, stdout, stderr io.W
 	if err := kafkaproc.Build(ctx, repo, filepath.Join(root, "bin", "kafka")); err != nil {
 		return failLink(err)
 	}
+	if o.protocols > 0 {
+		if err := buildProtocolSpeed(ctx, repo, filepath.Join(root, "bin", "protocolspeed")); err != nil {
+			return failLink(err)
+		}
+	}
 	code := runChild(ctx, l, self, args, root, stdout, stderr)
 	if err := l.Close(); err != nil {
 		fmt.Fprintln(stderr, "reproduce: removing the link:", err)

@@ -35,10 +35,8 @@ func runProtocols(ctx context.Context, o options, stderr io.Writer) (*protocols.
 		return nil, err
 	}
 	speed := filepath.Join(tmp, "protocolspeed")
-	build := exec.CommandContext(ctx, "go", "build", "-o", speed, "./cmd/protocolspeed")
-	build.Dir = filepath.Join(repo, "kafka", "clientstest")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build ./cmd/protocolspeed in kafka/clientstest (franz-go comes from the module proxy): %v\n%s", err, out)
+	if err := buildProtocolSpeed(ctx, repo, speed); err != nil {
+		return nil, err
 	}
 	b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, "broker"), Host: o.host})
 	if err != nil {
@@ -89,6 +87,17 @@ func protocolPaths(ctx context.Context, res *protocols.Result, b *kafkaproc.Proc
 			return err
 		}
 		res.Paths = append(res.Paths, protocols.Path{Name: protocols.NameRaw08, Topic: topic, Consumer: &c})
+	}
+	return nil
+}
+
+// buildProtocolSpeed builds kafka/clientstest's cmd/protocolspeed into out.
+// Its module needs franz-go from the module proxy the first time.
+func buildProtocolSpeed(ctx context.Context, repo, out string) error {
+	build := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/protocolspeed")
+	build.Dir = filepath.Join(repo, "kafka", "clientstest")
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/protocolspeed in kafka/clientstest (franz-go comes from the module proxy): %v\n%s", err, b)
 	}
 	return nil
 }
