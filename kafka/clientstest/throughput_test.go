@@ -167,14 +167,15 @@ func BenchmarkThroughput08Raw(b *testing.B) {
 	b.ReportAllocs()
 	start := time.Now()
 	var off int64
-	var req []byte
+	var req, buf []byte
 	for off < int64(b.N) {
 		body := protocol08.AppendFetchBody(nil, 100, 1, []protocol08.FetchPart{{Topic: "perf", Partition: 0, Offset: off, MaxBytes: 1 << 20}})
 		req = protocol08.AppendRequest(req[:0], protocol08.Header{APIKey: protocol08.KeyFetch, CorrelationID: 1}, body)
 		if _, err := conn.Write(req); err != nil {
 			b.Fatal(err)
 		}
-		_, resp, err := protocol08.ReadResponse(r, 1<<26)
+		var resp []byte
+		_, resp, buf, err = protocol08.ReadResponseInto(r, buf, 1<<26)
 		if err != nil {
 			b.Fatal(err)
 		}
