@@ -77,15 +77,15 @@ type Result struct {
 // brokerPid (0: unknown) per message.
 func Measure(brokerPid, n int, f func() error) (Phase, error) {
 	bpid := strconv.Itoa(brokerPid)
-	c0, okC, _ := cpu("self")
-	b0, okB, _ := cpu(bpid)
+	c0, okC := cpu("self")
+	b0, okB := cpu(bpid)
 	start := time.Now()
 	if err := f(); err != nil {
 		return Phase{}, err
 	}
 	wall := time.Since(start)
-	c1, _, _ := cpu("self")
-	b1, _, _ := cpu(bpid)
+	c1, _ := cpu("self")
+	b1, _ := cpu(bpid)
 	return Phase{
 		Messages: n, Seconds: wall.Seconds(), MsgPerS: float64(n) / wall.Seconds(),
 		ClientCPUus: float64((c1 - c0).Nanoseconds()) / 1e3 / float64(n),
@@ -94,9 +94,10 @@ func Measure(brokerPid, n int, f func() error) (Phase, error) {
 	}, nil
 }
 
-func cpu(pid string) (time.Duration, bool, time.Duration) {
-	run, wait, ok := schedstat.Read(pid)
-	return run, ok, wait
+// cpu is process pid's CPU time so far ("self": this one's).
+func cpu(pid string) (time.Duration, bool) {
+	run, _, ok := schedstat.Read(pid)
+	return run, ok
 }
 
 // Produce07 sends n messages of size bytes to Topic07 with our 0.7 producer

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/experiments/protocols"
@@ -50,19 +51,19 @@ func run(ctx context.Context, addr string, pid, n, size int) (protocols.Path, er
 		value[i] = 'x'
 	}
 	prod, err := protocols.Measure(pid, n, func() error {
-		var failed error
+		var failed atomic.Pointer[error] // the first error a promise saw; promises run on franz-go's goroutines
 		for i := 0; i < n; i++ {
 			cl.Produce(ctx, &kgo.Record{Partition: 0, Value: value}, func(_ *kgo.Record, err error) {
-				if err != nil && failed == nil {
-					failed = err
+				if err != nil {
+					failed.CompareAndSwap(nil, &err)
 				}
 			})
 		}
 		if err := cl.Flush(ctx); err != nil {
 			return err
 		}
-		if failed != nil {
-			return fmt.Errorf("franz-go produce to %s: %w", addr, failed)
+		if err := failed.Load(); err != nil {
+			return fmt.Errorf("franz-go produce to %s: %w", addr, *err)
 		}
 		return protocols.WaitLogicalEnd(ctx, addr, protocols.Topic08, n)
 	})
