@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
@@ -100,7 +101,7 @@ func cpu(pid string) (time.Duration, bool) {
 	return run, ok
 }
 
-// Produce07 sends n messages of size bytes to Topic07 with our 0.7 producer
+// Produce07 sends n messages of size bytes (§5's payload, compare.Payload) to Topic07 with our 0.7 producer
 // in batches of Batch, and waits until a consumer can read them all (the
 // paper's producer gets no answer; a consumer reads only flushed messages).
 func Produce07(ctx context.Context, addr string, n, size int) error {
@@ -111,10 +112,7 @@ func Produce07(ctx context.Context, addr string, n, size int) error {
 		return err
 	}
 	defer p.Close()
-	value := make([]byte, size)
-	for i := range value {
-		value[i] = 'x'
-	}
+	value := compare.Payload(size)
 	batch := make([][]byte, Batch)
 	for i := range batch {
 		batch[i] = value

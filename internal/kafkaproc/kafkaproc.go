@@ -157,6 +157,27 @@ type Process struct {
 	stopErr error
 }
 
+// Launcher starts one broker after another with bin on host, each in a
+// folder of its own under root (broker1, broker2, ...), with props over the
+// shipped settings and extra over props: what figure 7's experiment asks of
+// its Start (experiments/latency.Config), one broker per flush setting.
+func Launcher(bin, root string, host localsvc.Host, extra map[string]string) func(ctx context.Context, props map[string]string) (addr, settings string, stop func() error, err error) {
+	n := 0
+	return func(ctx context.Context, props map[string]string) (string, string, func() error, error) {
+		n++
+		override := maps.Clone(props)
+		if override == nil {
+			override = map[string]string{}
+		}
+		maps.Copy(override, extra)
+		b, err := Start(ctx, Options{Bin: bin, Dir: filepath.Join(root, fmt.Sprintf("broker%d", n)), Override: override, Host: host})
+		if err != nil {
+			return "", "", nil, err
+		}
+		return b.Addr(), b.Settings(), b.Stop, nil
+	}
+}
+
 // Start writes Dir/server.properties, starts `Bin server-start` on it with
 // its output in Dir/kafka.log, and returns once the broker accepts a TCP
 // connection. A broker that exits or does not answer in time is an error

@@ -3,6 +3,7 @@ package kafkaproc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -110,5 +111,36 @@ func TestIntegration_StartStop(t *testing.T) {
 	_, err = Start(context.Background(), Options{Bin: bin, Dir: filepath.Join(t.TempDir(), "bad"), Override: map[string]string{"num.partitions": "zero"}})
 	if !errors.Is(err, ErrStart) || !strings.Contains(err.Error(), "kafka.log") {
 		t.Errorf("start with num.partitions=zero: %v, want ErrStart naming kafka.log", err)
+	}
+}
+
+// Launcher's brokers: each in a folder of its own, with the experiment's
+// props, and its extra settings over them.
+func TestIntegration_Launcher(t *testing.T) {
+	bin := buildKafka(t)
+	root := t.TempDir()
+	start := Launcher(bin, root, localsvc.Host{}, map[string]string{"num.partitions": "3"})
+	var stops []func() error
+	for i, props := range []map[string]string{{"log.flush.interval": "1", "num.partitions": "2"}, nil} {
+		_, settings, stop, err := start(context.Background(), props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stops = append(stops, stop)
+		want := broker.ShippedName + " with num.partitions=3"
+		if i == 0 {
+			want = broker.ShippedName + " with log.flush.interval=1, num.partitions=3"
+		}
+		if settings != want {
+			t.Errorf("broker %d: settings %q, want %q", i+1, settings, want)
+		}
+		if _, err := os.Stat(filepath.Join(root, fmt.Sprintf("broker%d", i+1), "server.properties")); err != nil {
+			t.Errorf("broker %d: %v", i+1, err)
+		}
+	}
+	for _, stop := range stops {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -37,7 +37,8 @@ type coalescer struct {
 
 // sleep waits for the next request of a connection whose last request was
 // unanswered and whose read buffer is empty, with the mark in force, and
-// steps the rule on what the sleep saw.
+// steps the rule on what the sleep saw. The caller has armed the idle
+// deadline (armIdle), as for any read between requests.
 func (cn *conn) sleep() error {
 	co := &cn.co
 	mark := co.st.Mark
@@ -51,7 +52,6 @@ func (cn *conn) sleep() error {
 		cn.b.sleepers.add(cn)
 		cn.b.sleepers.sleeps.Add(1)
 	}
-	cn.armIdle()
 	start := time.Now()
 	_, err := cn.r.Peek(1)
 	s := coalesce.Sleep{Mark: mark, Slept: time.Since(start), Bytes: cn.r.Buffered()}

@@ -108,11 +108,11 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 		var id int16
 		var n int
 		var err error
+		cn.armIdle()
 		if cn.co.quiet && cn.co.ok && cn.r.Buffered() == 0 {
 			err = cn.sleep()
 		}
 		cn.co.quiet = false
-		cn.armIdle()
 		if err == nil {
 			id, n, err = cn.readHeader()
 		}

@@ -1,15 +1,13 @@
 package clientstest
 
 import (
-	"bufio"
-	"net"
-
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/kafkarepro/kafkarepro/kafka/protocol08"
 	"testing"
 	"time"
+
+	"github.com/kafkarepro/kafkarepro/experiments/protocols"
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
@@ -151,43 +149,18 @@ func report(b *testing.B, who string, produced, consumed time.Duration) {
 	}
 }
 
-// BenchmarkThroughput08Raw consumes through the Kafka protocol with a minimal client of ours (package
-// protocol08: Fetch v0, entries walked, every CRC checked, nothing allocated per message), so that the
-// broker's side of a Kafka protocol fetch is measured apart from franz-go's.
+// BenchmarkThroughput08Raw consumes through the Kafka protocol with a minimal client of ours
+// (protocols.Fetch08, the reader of make reproduce's protocols experiment: Fetch v0, entries walked,
+// every CRC checked, nothing allocated per message), so that the broker's side of a Kafka protocol
+// fetch is measured apart from franz-go's.
 func BenchmarkThroughput08Raw(b *testing.B) {
 	tb := perfBroker(b)
 	produce07(b, tb)
-	conn, err := net.Dial("tcp", tb.HostPort())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	r := bufio.NewReaderSize(conn, 1<<20)
 	b.SetBytes(perfSize)
 	b.ReportAllocs()
 	start := time.Now()
-	var off int64
-	var req, buf []byte
-	for off < int64(b.N) {
-		body := protocol08.AppendFetchBody(nil, 100, 1, []protocol08.FetchPart{{Topic: "perf", Partition: 0, Offset: off, MaxBytes: 1 << 20}})
-		req = protocol08.AppendRequest(req[:0], protocol08.Header{APIKey: protocol08.KeyFetch, CorrelationID: 1}, body)
-		if _, err := conn.Write(req); err != nil {
-			b.Fatal(err)
-		}
-		var resp []byte
-		_, resp, buf, err = protocol08.ReadResponseInto(r, buf, 1<<26)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := protocol08.DecodeFetchResponse(resp)
-		if err != nil || len(res) != 1 || res[0].Error != 0 {
-			b.Fatalf("Fetch: %+v, %v", res, err)
-		}
-		n := 0
-		protocol08.Entries(res[0].Set, true, func(e protocol08.Entry) error { off = e.Offset + 1; n++; return nil })
-		if n == 0 {
-			b.Fatalf("raw Kafka protocol consumer read %d of %d", off, b.N)
-		}
+	if err := protocols.Fetch08(context.Background(), tb.HostPort(), "perf", b.N); err != nil {
+		b.Fatal(err)
 	}
 	consumed := time.Since(start)
 	b.ReportMetric(float64(b.N)/consumed.Seconds(), "consumed-msg/s")

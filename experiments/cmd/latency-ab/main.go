@@ -27,6 +27,7 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/experiments/latency"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
+	"github.com/kafkarepro/kafkarepro/internal/localsvc"
 )
 
 func main() {
@@ -64,21 +65,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	n := 0
 	for round := 1; round <= *rounds; round++ {
 		for _, v := range vals {
 			v = strings.TrimSpace(v)
 			_, err := latency.Run(ctx, latency.Config{
 				Rate: *rate, Duration: *duration, Unpaced: *unpaced, Size: *size,
-				Start: func(ctx context.Context, props map[string]string) (string, string, func() error, error) {
-					n++
-					props[*setting] = v
-					b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, fmt.Sprintf("broker%d", n)), Override: props})
-					if err != nil {
-						return "", "", nil, err
-					}
-					return b.Addr(), b.Settings(), b.Stop, nil
-				},
+				Start: kafkaproc.Launcher(bin, filepath.Join(tmp, fmt.Sprintf("round%d-%s", round, v)), localsvc.Host{},
+					map[string]string{*setting: v}),
 				Progress: func(s string) { fmt.Fprintf(stdout, "round %d %s=%s %s\n", round, *setting, v, s) },
 			})
 			if err != nil {

@@ -118,17 +118,9 @@ func runLatency(ctx context.Context, o options, sum *experiments.Summary, stderr
 		unpaced = 50_000
 	}
 	fmt.Fprintf(stderr, "reproduce: latency experiment (figure 7), %d msg/s for %v per setting\n", rate, o.latency)
-	n := 0
 	return latency.Run(ctx, latency.Config{
 		Rate: rate, Duration: o.latency, Unpaced: unpaced, Size: o.size,
-		Start: func(ctx context.Context, props map[string]string) (string, string, func() error, error) {
-			n++
-			b, err := kafkaproc.Start(ctx, kafkaproc.Options{Bin: bin, Dir: filepath.Join(tmp, fmt.Sprintf("broker%d", n)), Override: props, Host: o.host})
-			if err != nil {
-				return "", "", nil, err
-			}
-			return b.Addr(), b.Settings(), b.Stop, nil
-		},
+		Start:    kafkaproc.Launcher(bin, tmp, o.host, nil),
 		Progress: func(s string) { fmt.Fprintln(stderr, "reproduce:", s) },
 	})
 }

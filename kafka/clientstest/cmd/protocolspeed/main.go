@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/experiments/protocols"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -46,10 +47,8 @@ func run(ctx context.Context, addr string, pid, n, size int) (protocols.Path, er
 		return path, err
 	}
 	defer cl.Close()
-	value := make([]byte, size)
-	for i := range value {
-		value[i] = 'x'
-	}
+	value := compare.Payload(size) // §5's payload, as our 0.7 producer sends it
+
 	prod, err := protocols.Measure(pid, n, func() error {
 		var failed atomic.Pointer[error] // the first error a promise saw; promises run on franz-go's goroutines
 		for i := 0; i < n; i++ {
