@@ -48,7 +48,7 @@ func protocolsSection(r *protocols.Result) string {
 	}
 	fmt.Fprintf(&b, "%s messages of %d bytes written to one broker process (%s), each topic one partition, "+
 		"then read back from the page cache; the producers wait for no answer and compress nothing (franz-go with acks=0 and no codec), a producer's time "+
-		"runs until its last message can be read. Every reader asks for %d KiB per request, one request at a time (so a reader and the broker take turns: where neither kept a core busy, each waited for the other), and checks every CRC. "+
+		"runs until its last message can be read. Every reader asks for %d KiB per request and sends its next request before it checks the answer it holds (one answer ahead: the broker builds the next while the reader checks; where neither kept a core busy, each still waited for the other part of the time), and checks every CRC. "+
 		"CPU is schedstat run time summed over each process's threads; a side that kept %.0f%% of a core busy through a phase bounded it.\n\n",
 		figure.Commas(float64(r.Messages)), r.Size, r.BrokerSettings, protocols.FetchBytes>>10, busy*100)
 	b.WriteString("| path | topic | msg/s | client CPU µs/msg | broker CPU µs/msg | bounded by |\n|---|---|---|---|---|---|\n")

@@ -5,10 +5,11 @@
 // Kafka protocol as 0.8 defined it (franz-go, a client no one here wrote, with
 // its defaults but acks=0, as the paper's producer waits for no answer), each
 // into a topic of its own on one broker process. A third reader, our minimal
-// Kafka protocol client (Fetch v0 one request at a time, every entry walked
-// and its CRC checked, as the simple consumer checks every message), reads
-// both topics, so that the broker's side of a Kafka protocol fetch is seen
-// apart from franz-go's.
+// Kafka protocol client (Fetch v0, every entry walked and its CRC checked, as
+// the simple consumer checks every message, and like it one answer ahead: the
+// next request goes before this answer is checked), reads both topics, so
+// that the broker's side of a Kafka protocol fetch is seen apart from
+// franz-go's.
 //
 // Every phase records the client's and the broker's CPU time per message
 // (Linux schedstat, summed over threads), so that the report can say which

@@ -1,7 +1,6 @@
 package protocols
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
-	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol08"
 	"github.com/kafkarepro/kafkarepro/kafka/schedstat"
@@ -131,61 +129,62 @@ func Produce07(ctx context.Context, addr string, n, size int) error {
 	return WaitLogicalEnd(ctx, addr, Topic07, n)
 }
 
-// Consume07 reads n messages of Topic07 from the start with our simple
-// consumer, FetchBytes per request, every CRC checked.
-func Consume07(ctx context.Context, addr string, n int) error {
+// Consume07 reads n messages of topic from the start with our simple
+// consumer's partition iterator, FetchBytes per request, every CRC checked,
+// the next fetch on its way while a full answer is checked (the iterator's
+// default, consumer.PartitionIterator): one answer ahead, as Fetch08 keeps.
+func Consume07(ctx context.Context, addr, topic string, n int) error {
 	sc := consumer.NewSimpleConsumer(addr, 30*time.Second)
 	defer sc.Close()
-	var off int64
-	for got := 0; got < n; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		set, err := sc.Fetch(Topic07, 0, off, FetchBytes)
-		if err != nil {
-			return fmt.Errorf("protocols: 0.7 fetch of %s at byte %d: %w", Topic07, off, err)
-		}
-		it := message.NewIterator(set, off)
-		k := 0
-		for it.Next() {
-			if !it.Message().Valid() {
-				return fmt.Errorf("protocols: %s: bad CRC at byte %d", Topic07, it.Offset())
+	it := consumer.NewPartitionIterator(sc, topic, 0, 0, FetchBytes)
+	for got := 0; got < n; got++ {
+		if got%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			k++
-			off = it.NextOffset()
 		}
-		if k == 0 {
-			return fmt.Errorf("protocols: %s: no whole message at byte %d after %d of %d", Topic07, off, got, n)
+		if !it.Poll() {
+			if err := it.Err(); err != nil {
+				return fmt.Errorf("protocols: 0.7 fetch of %s at byte %d: %w", topic, it.NextOffset(), err)
+			}
+			return fmt.Errorf("protocols: %s: no whole message at byte %d after %d of %d", topic, it.NextOffset(), got, n)
 		}
-		got += k
 	}
 	return nil
 }
 
 // Fetch08 reads n messages of topic from logical offset 0 through the Kafka
-// protocol with our minimal client: Fetch v0, FetchBytes, one request at a
-// time, every entry's CRC checked, nothing allocated per message.
+// protocol with our minimal client: Fetch v0, FetchBytes, every entry's CRC
+// checked, nothing allocated per message. As our 0.7 consumer keeps the next
+// byte range in flight while it checks this one, Fetch08 asks for the next
+// logical offset (protocol08.NextOffset, from the entries' framing) before it
+// checks the set it holds, so the broker builds the next answer meanwhile.
 func Fetch08(ctx context.Context, addr, topic string, n int) error {
 	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	r := bufio.NewReaderSize(conn, FetchBytes+64<<10)
-	var off int64
 	var req, body, buf []byte
+	ask := func(off int64) error {
+		conn.SetDeadline(time.Now().Add(30 * time.Second))
+		body = protocol08.AppendFetchBody(body[:0], 100, 1, []protocol08.FetchPart{{Topic: topic, Partition: 0, Offset: off, MaxBytes: FetchBytes}})
+		req = protocol08.AppendRequest(req[:0], protocol08.Header{APIKey: protocol08.KeyFetch, CorrelationID: 1, ClientID: "protocols"}, body)
+		_, err := conn.Write(req)
+		return err
+	}
+	var off int64
+	if n > 0 {
+		if err := ask(off); err != nil {
+			return err
+		}
+	}
 	for off < int64(n) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		conn.SetDeadline(time.Now().Add(30 * time.Second))
-		body = protocol08.AppendFetchBody(body[:0], 100, 1, []protocol08.FetchPart{{Topic: topic, Partition: 0, Offset: off, MaxBytes: FetchBytes}})
-		req = protocol08.AppendRequest(req[:0], protocol08.Header{APIKey: protocol08.KeyFetch, CorrelationID: 1, ClientID: "protocols"}, body)
-		if _, err := conn.Write(req); err != nil {
-			return err
-		}
 		var resp []byte
-		_, resp, buf, err = protocol08.ReadResponseInto(r, buf, 4*FetchBytes)
+		_, resp, buf, err = protocol08.ReadResponseInto(conn, buf, 4*FetchBytes)
 		if err != nil {
 			return fmt.Errorf("protocols: Fetch of %s at %d: %w", topic, off, err)
 		}
@@ -196,14 +195,30 @@ func Fetch08(ctx context.Context, addr, topic string, n int) error {
 		if len(res) != 1 || res[0].Error != 0 {
 			return fmt.Errorf("protocols: Fetch of %s at %d answered %+v", topic, off, res)
 		}
-		before := off
-		err = protocol08.Entries(res[0].Set, true, func(e protocol08.Entry) error { off = e.Offset + 1; return nil })
-		if err != nil {
-			return fmt.Errorf("protocols: Fetch of %s at %d: %w", topic, before, err)
-		}
-		if off == before {
+		next, ok := protocol08.NextOffset(res[0].Set)
+		if !ok || next <= off {
 			return fmt.Errorf("protocols: %s: nothing at logical offset %d of %d", topic, off, n)
 		}
+		if next < int64(n) {
+			if err := ask(next); err != nil {
+				return err
+			}
+		}
+		want := off
+		err = protocol08.Entries(res[0].Set, true, func(e protocol08.Entry) error {
+			if e.Offset < want {
+				return fmt.Errorf("entry at logical offset %d where %d was next", e.Offset, want)
+			}
+			want = e.Offset + 1
+			return nil
+		})
+		if err == nil && want != next {
+			err = fmt.Errorf("the entries end before logical offset %d, their framing after %d", want, next)
+		}
+		if err != nil {
+			return fmt.Errorf("protocols: Fetch of %s at %d: %w", topic, off, err)
+		}
+		off = next
 	}
 	return nil
 }

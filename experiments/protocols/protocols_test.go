@@ -30,13 +30,16 @@ func TestPaths(t *testing.T) {
 	if end, err := LogicalEnd(b.HostPort(), Topic07); err != nil || end != n {
 		t.Fatalf("logical end %d, %v; want %d", end, err, n)
 	}
-	if err := Consume07(ctx, b.HostPort(), n); err != nil {
+	if err := Consume07(ctx, b.HostPort(), Topic07, n); err != nil {
 		t.Error(err)
 	}
 	if err := Fetch08(ctx, b.HostPort(), Topic07, n); err != nil {
 		t.Error(err)
 	}
 	// One more than there is: the fetch at the end answers an empty set, which must be an error.
+	if err := Consume07(ctx, b.HostPort(), Topic07, n+1); err == nil {
+		t.Error("Consume07 of one message more than written succeeded")
+	}
 	if err := Fetch08(ctx, b.HostPort(), Topic07, n+1); err == nil {
 		t.Error("Fetch08 of one message more than written succeeded")
 	}

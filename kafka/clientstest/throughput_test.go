@@ -10,8 +10,6 @@ import (
 	"github.com/kafkarepro/kafkarepro/experiments/protocols"
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
-	"github.com/kafkarepro/kafkarepro/kafka/consumer"
-	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -81,29 +79,9 @@ func BenchmarkThroughput07Ours(b *testing.B) {
 	b.SetBytes(perfSize)
 	b.ReportAllocs()
 	produced := produce07(b, tb)
-	c := consumer.NewSimpleConsumer(tb.HostPort(), 10*time.Second)
-	defer c.Close()
 	start := time.Now()
-	var off int64
-	n := 0
-	for n < b.N {
-		set, err := c.Fetch("perf", 0, off, 1<<20)
-		if err != nil {
-			b.Fatal(err)
-		}
-		it := message.NewIterator(set, off)
-		got := 0
-		for it.Next() {
-			if !it.Message().Valid() {
-				b.Fatal("bad CRC")
-			}
-			got++
-			off = it.NextOffset()
-		}
-		if got == 0 {
-			b.Fatalf("our consumer read %d of %d", n, b.N)
-		}
-		n += got
+	if err := protocols.Consume07(context.Background(), tb.HostPort(), "perf", b.N); err != nil {
+		b.Fatal(err)
 	}
 	consumed := time.Since(start)
 	report(b, "ours, paper's protocol", produced, consumed)

@@ -76,6 +76,33 @@ func TestEntryBytes(t *testing.T) {
 	}
 }
 
+// TestNextOffset walks the framing of fixed sets: entryNullHello (offset 0)
+// then entryKHello (offset 7, 32 bytes) gives 7 + 1 = 8; the same with the
+// last entry cut short by one byte gives 0 + 1 = 1; a set shorter than one
+// entry's 12 bytes of offset and size gives none.
+func TestNextOffset(t *testing.T) {
+	both := unhex(t, entryNullHello+entryKHello)
+	for _, c := range []struct {
+		set  []byte
+		next int64
+		ok   bool
+	}{
+		{both, 8, true},
+		{both[:len(both)-1], 1, true},
+		{both[:11], 0, false},
+		{nil, 0, false},
+	} {
+		if next, ok := NextOffset(c.set); next != c.next || ok != c.ok {
+			t.Errorf("NextOffset(% x) = %d, %v; want %d, %v", c.set, next, ok, c.next, c.ok)
+		}
+	}
+	bad := unhex(t, entryKHello)
+	binary.BigEndian.PutUint32(bad[8:], 0xffffffff) // size -1
+	if next, ok := NextOffset(bad); ok {
+		t.Errorf("NextOffset with size -1 = %d, true; want none", next)
+	}
+}
+
 func TestConvert08To07Bytes(t *testing.T) {
 	out, n, err := Convert08To07(nil, unhex(t, entryKHello+entryNullHello))
 	if err != nil || n != 2 {

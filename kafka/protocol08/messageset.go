@@ -102,6 +102,24 @@ func Entries(set []byte, partialOK bool, fn func(Entry) error) error {
 	return nil
 }
 
+// NextOffset is the logical offset after the last whole entry of a fetched
+// set, found from the entries' offset and size fields alone (no CRC is
+// checked), so that a client can ask for what follows before it checks
+// what it has; ok is false when the set holds no whole entry. A compressed
+// wrapper carries its last inner message's offset, so the offset after it
+// is right for a wrapper too.
+func NextOffset(set []byte) (next int64, ok bool) {
+	for p := 0; len(set)-p >= 12; {
+		size := int(int32(binary.BigEndian.Uint32(set[p+8:])))
+		if size < 0 || size > len(set)-p-12 {
+			break
+		}
+		next, ok = int64(binary.BigEndian.Uint64(set[p:]))+1, true
+		p += 12 + size
+	}
+	return next, ok
+}
+
 // parseMessage checks and splits one message (CRC onwards).
 func parseMessage(m []byte) (Entry, error) {
 	if crc := binary.BigEndian.Uint32(m); crc32.ChecksumIEEE(m[4:]) != crc {

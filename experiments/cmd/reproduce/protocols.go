@@ -59,7 +59,7 @@ func protocolPaths(ctx context.Context, res *protocols.Result, b *kafkaproc.Proc
 		return err
 	}
 	p07.Producer = &prod
-	cons, err := protocols.Measure(pid, n, func() error { return protocols.Consume07(ctx, addr, n) })
+	cons, err := protocols.Measure(pid, n, func() error { return protocols.Consume07(ctx, addr, protocols.Topic07, n) })
 	if err != nil {
 		return err
 	}
