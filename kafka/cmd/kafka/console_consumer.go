@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
+	"github.com/kafkarepro/kafkarepro/kafka/zk"
 )
 
 func init() {
 	register(&command{
 		Name:    "console-consumer",
-		Args:    "--zookeeper HOST:PORT[/chroot] --topic TOPIC [--group G] [--from-beginning] [--max-messages N] [flags]",
+		Args:    "--zookeeper HOST:PORT[/chroot] --topic TOPIC [--group G] [--from-beginning] [--max-messages N] [--protocol 0.7|0.8] [flags]",
 		Summary: "consume a topic as a member of a consumer group and print one payload per line",
 		Run:     consoleConsumer,
 	})
@@ -57,6 +58,7 @@ func consoleConsumer(args []string, std stdio) error {
 	printKey := fs.Bool("print-key", false, "print each message's key and a tab before it (a message without one: an empty key)")
 	props := propertyFlags{}
 	fs.Var(props, "property", "any consumer property key=value, e.g. zk.sessiontimeout.ms=6000 (repeatable)")
+	proto := fs.String("protocol", "0.7", "the wire protocol: 0.7 (the paper's group consumer, docs/PROTOCOL.md §3.2) or 0.8 (the Kafka protocol as 0.8's console consumer fetched, §12: every partition from its leader at logical offsets, in no group, committing nothing)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -65,6 +67,15 @@ func consoleConsumer(args []string, std stdio) error {
 	}
 	if *fetchSize <= 0 {
 		return usagef("--fetch-size must be positive, got %d", *fetchSize)
+	}
+	switch {
+	case *proto == "0.8" && (*group != "" || len(props) > 0):
+		return usagef("--protocol 0.8 reads in no group and takes no consumer properties: not --group or --property")
+	case *proto == "0.8":
+		return consoleConsumer08(std, *zkConnect, *topic, *fromBeginning, *maxMsgs, int32(*fetchSize),
+			time.Duration(*timeoutMs)*time.Millisecond, *printOffsets, *printKey)
+	case *proto != "0.7":
+		return usagef("--protocol %q is not 0.7 or 0.8", *proto)
 	}
 	if *group == "" {
 		*group = "console-consumer-" + strconv.Itoa(rand.IntN(100000)) // 0.7's naming
@@ -189,6 +200,55 @@ func (p *printer) run(maxMsgs int64) error {
 			if err := p.flush(); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// consoleConsumer08 is the console consumer over the Kafka protocol (consumer.Consumer08): the topic's
+// partitions and leaders from ZooKeeper, each read from the earliest or the latest logical offset, one
+// payload per line. With timeout not negative it ends after that long without a message.
+func consoleConsumer08(std stdio, connect, topic string, fromBeginning bool, maxMsgs int64, fetchSize int32,
+	timeout time.Duration, printOffsets, printKey bool) error {
+	z, err := zk.Connect(connect, zk.DefaultConnectTimeout)
+	if err != nil {
+		return err
+	}
+	defer z.Close()
+	c := &consumer.Consumer08{Topic: topic, FromBeginning: fromBeginning, FetchSize: fetchSize,
+		MaxWait: 100 * time.Millisecond, Timeout: 30 * time.Second,
+		Locate: func() ([]consumer.Partition08, error) { return consumer.ZKPartitions08(z, topic, 10*time.Second) }}
+	defer c.Close()
+	out := bufio.NewWriterSize(std.Out, 64<<10)
+	defer out.Flush()
+	var n int64
+	last := time.Now()
+	for maxMsgs < 0 || n < maxMsgs {
+		k, err := c.Poll(func(r consumer.Record08) error {
+			if maxMsgs >= 0 && n >= maxMsgs {
+				return consumer.ErrStop08
+			}
+			if printOffsets {
+				fmt.Fprintf(out, "%s %s %d %d\t", topic, r.Name, r.Offset, r.Offset+1)
+			}
+			if printKey {
+				out.Write(r.Key)
+				out.WriteByte('\t')
+			}
+			out.Write(r.Value)
+			n++
+			return out.WriteByte('\n')
+		})
+		if err != nil {
+			return err
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if k > 0 {
+			last = time.Now()
+		} else if timeout >= 0 && time.Since(last) >= timeout {
+			return nil // --consumer-timeout-ms: a normal end
 		}
 	}
 	return nil

@@ -69,3 +69,61 @@ func TestIntegration_ConsoleConsumer(t *testing.T) {
 		t.Fatalf("new group from the end: exit %d, printed %q: %s", code, out3, errOut)
 	}
 }
+
+// TestIntegration_ConsoleConsumer08: --protocol 0.8 reads a 0.7 topic that two brokers each hold partitions
+// of (each broker serving its own, found in ZooKeeper) through the Kafka protocol, every message once with
+// its logical offset, from the beginning; without --from-beginning it starts at the end. Refused flags say so.
+func TestIntegration_ConsoleConsumer08(t *testing.T) {
+	connect := zktest.Start(t)
+	b1, b2 := zkBroker(t, connect, 1, 2), zkBroker(t, connect, 2, 1)
+	cfg := producer.DefaultConfig()
+	cfg.BrokerList = "1:" + b1.Addr().String() + ",2:" + b2.Addr().String()
+	p, err := producer.NewSync(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var want []string
+	for i := range 9 {
+		broker, part := 1+i%2, int32(0)
+		if broker == 1 {
+			part = int32(i / 2 % 2)
+		}
+		m := fmt.Sprintf("m%d", i)
+		if err := p.SendTo(broker, "c8", part, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, m)
+	}
+	sort.Strings(want)
+	out, errOut, code := runKafka(t, "console-consumer", "--protocol", "0.8", "--zookeeper", connect, "--topic", "c8",
+		"--from-beginning", "--consumer-timeout-ms", "1500", "--print-offsets")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got []string
+	next := map[string]int{} // partition name → the logical offset the next line must have
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var topic, name, payload string
+		var off, after int
+		if _, err := fmt.Sscanf(strings.Replace(line, "\t", " ", 1), "%s %s %d %d %s", &topic, &name, &off, &after, &payload); err != nil ||
+			topic != "c8" || off != next[name] || after != off+1 {
+			t.Fatalf("line %q (want partition %s at logical offset %d): %v\n%s", line, name, next[name], err, out)
+		}
+		next[name]++
+		got = append(got, payload)
+	}
+	sort.Strings(got)
+	if strings.Join(got, " ") != strings.Join(want, " ") || len(next) != 3 {
+		t.Fatalf("printed %v from partitions %v, want each of %v once from 1-0, 1-1 and 2-0", got, next, want)
+	}
+	out, errOut, code = runKafka(t, "console-consumer", "--protocol", "0.8", "--zookeeper", connect, "--topic", "c8",
+		"--consumer-timeout-ms", "500")
+	if code != 0 || strings.TrimSpace(out) != "" {
+		t.Fatalf("from the end: exit %d, printed %q: %s", code, out, errOut)
+	}
+	if _, errOut, code := runKafka(t, "console-consumer", "--protocol", "0.8", "--zookeeper", connect, "--topic", "c8", "--group", "g"); code != 2 ||
+		!strings.Contains(errOut, "no group") {
+		t.Fatalf("--protocol 0.8 --group: exit %d: %s", code, errOut)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -69,5 +70,36 @@ func TestIntegration_ToolsOnAReplicatedTopic(t *testing.T) {
 	}
 	if out, errs, code := runKafka(t, "preferred-replica-election", "--zookeeper", connect); code != 0 || !strings.Contains(out, "2 partitions") {
 		t.Errorf("preferred-replica-election: exit %d, %q %s", code, out, errs)
+	}
+
+	// The console consumer over the Kafka protocol reads from the leaders, and, once the leader of partition
+	// 0 (broker 1) has stopped, from the new one: every message once.
+	read08 := func(n int) string {
+		t.Helper()
+		code, got, errs := runCmd("", "console-consumer", "--protocol", "0.8", "--zookeeper", connect, "--topic", "rt",
+			"--from-beginning", "--max-messages", strconv.Itoa(n), "--consumer-timeout-ms", "20000")
+		if code != 0 {
+			t.Fatalf("console-consumer --protocol 0.8: exit %d: %s", code, errs)
+		}
+		return got
+	}
+	got = read08(4)
+	if err := c[1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCmd("five\nsix\n", "console-producer", "--protocol", "0.8", "--broker-list", c[0].HostPort(), "--topic", "rt",
+		"--batch-size", "1", "--request-required-acks", "-1", "--message-send-max-retries", "40", "--retry-backoff-ms", "250"); code != 0 {
+		t.Fatalf("console-producer --protocol 0.8 after broker 1 stopped: exit %d: %s", code, errs)
+	}
+	after := read08(6)
+	for _, m := range []string{"one", "two", "three", "four"} {
+		if strings.Count(got, m+"\n") != 1 || strings.Count(after, m+"\n") != 1 {
+			t.Errorf("--protocol 0.8 read %q, then after the leader stopped %q: want %q once in each", got, after, m)
+		}
+	}
+	for _, m := range []string{"five", "six"} {
+		if strings.Count(after, m+"\n") != 1 {
+			t.Errorf("--protocol 0.8 after the leader stopped read %q: want %q once", after, m)
+		}
 	}
 }
