@@ -125,7 +125,7 @@ func (s *System) Produce(ctx context.Context, spec compare.ProduceSpec) (compare
 		return compare.Result{}, fmt.Errorf("ours: producer for %s: %w", s.addr, err)
 	}
 	defer p.Close()
-	payload := Payload(spec.MessageSize)
+	payload := compare.Payload(spec.MessageSize)
 	batch := make([][]byte, spec.Batch)
 	for i := range batch {
 		batch[i] = payload
@@ -275,15 +275,5 @@ func (s *System) DiskBytes() (int64, error) {
 
 // Close implements compare.System (connections are per test).
 func (s *System) Close() error { return nil }
-
-// Payload returns the test message: size bytes of printable text that
-// varies within the message, so nothing in the path can shortcut it.
-func Payload(size int) []byte {
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = 'a' + byte(i%26)
-	}
-	return b
-}
 
 var _ compare.System = (*System)(nil)

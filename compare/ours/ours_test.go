@@ -41,9 +41,6 @@ func TestNewAndSettings(t *testing.T) {
 	if _, err := s.Produce(context.Background(), compare.ProduceSpec{Messages: 1, MessageSize: 1, Batch: 0, Sent: new(atomic.Int64)}); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("batch 0: err = %v", err)
 	}
-	if p := Payload(200); len(p) != 200 || p[0] == p[1] {
-		t.Errorf("payload = %q", p)
-	}
 }
 
 // startBroker starts our broker in process (brokertest) with the §5

@@ -123,24 +123,28 @@ func (s *sleepers) remove(cn *conn) (woken bool) {
 }
 
 // run ticks every Max/2 while anyone sleeps. A connection that fell asleep
-// at tick k is woken at tick k+2, between Max/2 and Max later.
+// at tick k is woken at tick k+2, between Max/2 and Max later; once the
+// broker stops, every sleeper is woken at once and run returns (a later
+// sleeper starts a run of its own, which wakes it at once too).
 func (s *sleepers) run() {
 	t := time.NewTicker(s.period)
 	defer t.Stop()
 	for {
+		stopping := false
 		select {
 		case <-t.C:
 		case <-s.stop:
+			stopping = true
 		}
 		s.mu.Lock()
 		s.tick++
 		for cn, at := range s.asleep {
-			if s.tick-at >= 2 {
+			if stopping || s.tick-at >= 2 {
 				cn.co.sock.set(coalesce.Off) // an error: the connection is closing, its read fails anyway
 				delete(s.asleep, cn)
 			}
 		}
-		if len(s.asleep) == 0 {
+		if len(s.asleep) == 0 || stopping {
 			s.running = false
 			s.mu.Unlock()
 			return
