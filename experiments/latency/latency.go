@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,7 +91,13 @@ type Result struct {
 	Unpaced  int             `json:"unpaced_messages"`
 	Size     int             `json:"message_size"`
 	Settings []SettingResult `json:"settings"`
-	Error    string          `json:"error,omitempty"`
+	// Baseline is the same figure measured with the broker settings
+	// BaselineProps over each flush setting's (Config.Baseline), flush
+	// setting by flush setting in turns with Settings: the broker before a
+	// change, beside it after, in the same minutes.
+	Baseline      []SettingResult `json:"baseline,omitempty"`
+	BaselineProps string          `json:"baseline_props,omitempty"`
+	Error         string          `json:"error,omitempty"`
 }
 
 // Config sets the experiment up.
@@ -104,6 +112,9 @@ type Config struct {
 	Progress func(string)
 	// Settings are the flush settings to measure (default Settings()).
 	Settings []Setting
+	// Baseline, when set, are broker settings to measure every flush
+	// setting with a second time, right after the first (Result.Baseline).
+	Baseline map[string]string
 }
 
 // Run measures every setting of Settings.
@@ -119,15 +130,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Settings == nil {
 		cfg.Settings = Settings()
 	}
-	for _, s := range cfg.Settings {
-		r, err := runSetting(ctx, cfg, s)
+	if cfg.Baseline != nil {
+		l.BaselineProps = formatProps(cfg.Baseline)
+	}
+	one := func(s Setting, extra map[string]string, label string) SettingResult {
+		r, err := runSetting(ctx, cfg, s, extra)
 		if err != nil {
 			r.Error = err.Error()
-			errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
+			errs = append(errs, fmt.Errorf("%s%s: %w", s.Name, label, err))
 		}
-		cfg.Progress(fmt.Sprintf("latency %s: p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; paced %.0f msg/s, unpaced batch 1 %.0f msg/s sent, %.0f held",
-			s.Name, r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs, r.PacedMsgPerS, r.UnpacedMsgPerS, r.UnpacedHeldMsgPerS))
-		l.Settings = append(l.Settings, r)
+		cfg.Progress(fmt.Sprintf("latency %s%s: p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; paced %.0f msg/s, unpaced batch 1 %.0f msg/s sent, %.0f held",
+			s.Name, label, r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs, r.PacedMsgPerS, r.UnpacedMsgPerS, r.UnpacedHeldMsgPerS))
+		return r
+	}
+	for _, s := range cfg.Settings {
+		l.Settings = append(l.Settings, one(s, nil, ""))
+		if cfg.Baseline != nil && ctx.Err() == nil {
+			l.Baseline = append(l.Baseline, one(s, cfg.Baseline, " with "+l.BaselineProps))
+		}
 		if ctx.Err() != nil {
 			break
 		}
@@ -139,13 +159,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return l, err
 }
 
-func runSetting(ctx context.Context, cfg Config, s Setting) (SettingResult, error) {
+// runSetting measures flush setting s on a broker of its own, started with
+// s's properties and then extra's.
+func runSetting(ctx context.Context, cfg Config, s Setting, extra map[string]string) (SettingResult, error) {
 	r := SettingResult{Setting: s, Load: machine.ReadLoad().String()}
 	// At least five flush periods, so that the delays spread over whole
 	// periods (a run shorter than the 3 s timer would see one flush).
 	cfg.Duration = max(cfg.Duration, 5*s.period(cfg.Rate))
 	r.Seconds = cfg.Duration.Seconds()
-	addr, settings, stop, err := cfg.Start(ctx, s.Properties())
+	props := s.Properties()
+	maps.Copy(props, extra)
+	addr, settings, stop, err := cfg.Start(ctx, props)
 	if err != nil {
 		return r, err
 	}
@@ -303,6 +327,54 @@ func Section(l *Result) string {
 		fmt.Fprintf(&b, "| %s | %.0f | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s |\n", r.Setting.Name, r.Seconds, figure.Commas(float64(r.Messages)),
 			r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs, figure.Commas(r.PacedMsgPerS), figure.Commas(r.UnpacedMsgPerS), figure.Commas(r.UnpacedHeldMsgPerS), r.Load, figure.OneLine(r.Error))
 	}
+	b.WriteString(baselineSection(l))
 	b.WriteString("\nThe paper (§3.1): consumers see a message only after the flush; with a count of N, a message waits for the N−1 after it (at this rate, N/rate seconds) or for the timer, whichever comes first. With a count of 1 a flush is due at every append, but the broker's fsync runs on its flusher and covers every message appended while the last one ran (kafka/log: the flush points are 0.7's, the fsyncs are grouped), so an unpaced producer is not held to one fsync per message: the unpaced columns show what each setting costs it here.\n")
 	return b.String()
+}
+
+// formatProps is "k=v k2=v2", sorted by key.
+func formatProps(props map[string]string) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		kv = append(kv, k+"="+props[k])
+	}
+	return strings.Join(kv, " ")
+}
+
+// Within10 is the rule a change's latency is held to: a percentile after the
+// change at most 10% above the baseline's, or lower.
+func Within10(after, baseline float64) bool { return after <= 1.10*baseline }
+
+// baselineSection is the table of figure 7 beside its baseline, flush
+// setting by flush setting ("" without one).
+func baselineSection(l *Result) string {
+	if len(l.Baseline) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nThe same settings with `%s` over each (the baseline), measured right after each row above, on a broker of its own; \"after / before\" is the table above over the baseline, and a percentile holds when it is at most 10%% above the baseline's (or lower):\n\n", l.BaselineProps)
+	b.WriteString("| setting | p50 ms baseline | p50 ms | after / before | p99 ms baseline | p99 ms | after / before | both within 10% or better |\n|---|---|---|---|---|---|---|---|\n")
+	holds := 0
+	for i, base := range l.Baseline {
+		if i >= len(l.Settings) {
+			break
+		}
+		r := l.Settings[i]
+		ok := r.Error == "" && base.Error == "" && Within10(r.P50Ms, base.P50Ms) && Within10(r.P99Ms, base.P99Ms)
+		verdict := "no"
+		if ok {
+			verdict, holds = "yes", holds+1
+		}
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %s | %.1f | %.1f | %s | %s |\n", r.Setting.Name, base.P50Ms, r.P50Ms, ratio(r.P50Ms, base.P50Ms),
+			base.P99Ms, r.P99Ms, ratio(r.P99Ms, base.P99Ms), verdict)
+	}
+	fmt.Fprintf(&b, "\n%d of %d settings hold on both percentiles in this run.\n", holds, len(l.Baseline))
+	return b.String()
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", a/b)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,17 +26,23 @@ func TestLatency(t *testing.T) {
 			fast = append(fast, s)
 		}
 	}
+	var started []string // each broker's produce.coalesce.max.us, in turn
 	l, err := Run(context.Background(), Config{Rate: 2000, Duration: time.Second, Unpaced: 2000, Size: 200,
 		Start: func(ctx context.Context, props map[string]string) (string, string, func() error, error) {
 			b := brokertest.Start(t, 0, brokertest.Options{Props: props})
+			started = append(started, props["produce.coalesce.max.us"])
 			return b.HostPort(), "brokertest with " + props["log.flush.interval"] + "/" + props["log.default.flush.interval.ms"], func() error { return nil }, nil
 		},
-		Progress: func(s string) { t.Log(s) }, Settings: fast})
+		Progress: func(s string) { t.Log(s) }, Settings: fast, Baseline: map[string]string{"produce.coalesce.max.us": "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Settings) != 3 || len(fast) != 3 {
-		t.Fatalf("%d settings measured, want 3 (flushes every 1 and 100 messages, every 100 ms)", len(l.Settings))
+	if len(l.Settings) != 3 || len(fast) != 3 || len(l.Baseline) != 3 || l.BaselineProps != "produce.coalesce.max.us=0" {
+		t.Fatalf("%d settings and %d baselines (%q) measured, want 3 of each (flushes every 1 and 100 messages, every 100 ms)",
+			len(l.Settings), len(l.Baseline), l.BaselineProps)
+	}
+	if got := strings.Join(started, ","); got != ",0,,0,,0" {
+		t.Errorf("brokers started with produce.coalesce.max.us %q, want each setting then its baseline: \",0,,0,,0\"", got)
 	}
 	by := map[string]SettingResult{}
 	for _, r := range l.Settings {
@@ -59,5 +66,32 @@ func TestLatency(t *testing.T) {
 	}
 	if s := Section(l); len(s) < 500 {
 		t.Fatalf("REPORT section: %q", s)
+	}
+}
+
+// TestBaselineSection: a row holds when both percentiles are at most 10% above the baseline's.
+// flush every message: p50 2.0 against 1.8 is 2.0/1.8 = 1.11, above 1.10: no; every 100: p50 1.9/1.8 = 1.06
+// and p99 5.0/6.0 = 0.83: yes.
+func TestBaselineSection(t *testing.T) {
+	s := Settings()
+	l := &Result{BaselineProps: "produce.coalesce.max.us=0",
+		Settings: []SettingResult{{Setting: s[0], P50Ms: 2.0, P99Ms: 5.0}, {Setting: s[1], P50Ms: 1.9, P99Ms: 5.0}},
+		Baseline: []SettingResult{{Setting: s[0], P50Ms: 1.8, P99Ms: 6.0}, {Setting: s[1], P50Ms: 1.8, P99Ms: 6.0}}}
+	got := Section(l)
+	for _, want := range []string{
+		"with `produce.coalesce.max.us=0` over each",
+		"| log.flush.interval=1 | 1.8 | 2.0 | 1.11 | 6.0 | 5.0 | 0.83 | no |\n",
+		"| log.flush.interval=100 | 1.8 | 1.9 | 1.06 | 6.0 | 5.0 | 0.83 | yes |\n",
+		"1 of 2 settings hold on both percentiles",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the section lacks %q:\n%s", want, got)
+		}
+	}
+	if Within10(1.1001, 1) || !Within10(1.1, 1) || !Within10(0.5, 1) {
+		t.Error("Within10: want 1.1 × the baseline to hold and anything above it not")
+	}
+	if strings.Contains(Section(&Result{Settings: l.Settings}), "baseline") {
+		t.Error("a run without a baseline shows its table")
 	}
 }

@@ -117,10 +117,15 @@ func runLatency(ctx context.Context, o options, sum *experiments.Summary, stderr
 	if o.messages < 1_000_000 {
 		unpaced = 50_000
 	}
-	fmt.Fprintf(stderr, "reproduce: latency experiment (figure 7), %d msg/s for %v per setting\n", rate, o.latency)
+	again := ""
+	if o.latencyBaseline != nil {
+		again = ", each setting again with " + fmt.Sprint(o.latencyBaseline)
+	}
+	fmt.Fprintf(stderr, "reproduce: latency experiment (figure 7), %d msg/s for %v per setting%s\n", rate, o.latency, again)
 	return latency.Run(ctx, latency.Config{
 		Rate: rate, Duration: o.latency, Unpaced: unpaced, Size: o.size,
 		Start:    kafkaproc.Launcher(bin, tmp, o.host, nil),
+		Baseline: o.latencyBaseline,
 		Progress: func(s string) { fmt.Fprintln(stderr, "reproduce:", s) },
 	})
 }

@@ -63,6 +63,9 @@ type options struct {
 	holdFreed   bool          // machine.HoldFreedMemory for the run
 	latency     time.Duration // paced phase per flush setting of figure 7; 0: not run
 	latencyRate int           // its producer's rate (0: half our batch-1 producer's)
+	// latencyBaseline are broker settings figure 7 is measured with a second
+	// time, flush setting by flush setting (latency.Config.Baseline); nil: not.
+	latencyBaseline map[string]string
 	replication int           // messages per mode of figure 6's replication experiment; 0: not run
 	protocols   int           // messages per path of the protocols experiment; 0: not run
 	network     link.Spec     // loopback, or the link of network.go
@@ -95,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	compression := fs.Int("compression-messages", -1, "messages per codec of the compression experiment (default: --messages, at most 1,000,000; 0 skips it)")
 	latency := fs.Duration("latency-seconds", -1, "paced phase per flush setting of figure 7, the latency experiment (default 20s, 4s with --quick; 0 skips it)")
 	fs.IntVar(&o.latencyRate, "latency-rate", 0, "figure 7's producer rate in msg/s (0: half our batch-1 producer's rate in this run)")
+	baseline := fs.String("latency-baseline", "produce.coalesce.max.us=0", "broker settings key=value[,key=value] to measure figure 7 with a second time, each flush setting right after the first, for REPORT.md's before-and-after table (default: the batch-1 read path's coalescing off; empty: not)")
 	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; machine.HoldFreedMemory), so that a page written again does not cost a host fault; REPORT.md says which")
 	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the machine's ceiling (experiments/ceiling) right after our tests, for REPORT.md")
 	var err error
@@ -144,6 +148,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.compression, o.replication, o.protocols = 0, 0, 0
 	}
 	o.latency = *latency
+	if *baseline != "" {
+		o.latencyBaseline = map[string]string{}
+		for _, kv := range strings.Split(*baseline, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok || k == "" {
+				return o, fmt.Errorf("--latency-baseline %q: want key=value[,key=value]", *baseline)
+			}
+			o.latencyBaseline[k] = v
+		}
+	}
 	if o.latency < 0 {
 		o.latency = 20 * time.Second
 		if *quick {

@@ -127,8 +127,12 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 	if report, _ := os.ReadFile(filepath.Join(out, "REPORT.md")); !strings.Contains(string(report), "**consumer, in turns**") {
 		t.Errorf("REPORT.md does not list the consumer's rounds")
 	}
-	if l := sum.Latency; l == nil || len(l.Settings) != len(latency.Settings()) || l.Error != "" {
-		t.Errorf("latency experiment: %+v", l)
+	if l := sum.Latency; l == nil || len(l.Settings) != len(latency.Settings()) || l.Error != "" ||
+		len(l.Baseline) != len(l.Settings) || l.BaselineProps != "produce.coalesce.max.us=0" {
+		t.Errorf("latency experiment, with its baseline by default: %+v", l)
+	}
+	if report, _ := os.ReadFile(filepath.Join(out, "REPORT.md")); !strings.Contains(string(report), "settings hold on both percentiles") {
+		t.Errorf("REPORT.md does not set figure 7 beside its baseline")
 	}
 	if r := sum.Replication; r == nil || len(r.Results) != len(replication.Modes()) || r.Results[3].P99Ms <= 0 {
 		t.Errorf("replication experiment: %+v", r)
