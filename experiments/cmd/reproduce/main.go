@@ -66,10 +66,10 @@ type options struct {
 	// latencyBaseline are broker settings figure 7 is measured with a second
 	// time, flush setting by flush setting (latency.Config.Baseline); nil: not.
 	latencyBaseline map[string]string
-	replication int           // messages per mode of figure 6's replication experiment; 0: not run
-	protocols   int           // messages per path of the protocols experiment; 0: not run
-	network     link.Spec     // loopback, or the link of network.go
-	beside      string        // a run over the other path, for REPORT.md
+	replication     int       // messages per mode of figure 6's replication experiment; 0: not run
+	protocols       int       // messages per path of the protocols experiment; 0: not run
+	network         link.Spec // loopback, or the link of network.go
+	beside          string    // a run over the other path, for REPORT.md
 	// Set in the child of a run over a link (network.go): where the local
 	// provider starts servers and keeps their files.
 	host localsvc.Host
