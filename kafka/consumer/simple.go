@@ -12,6 +12,8 @@
 // partition message by message on top of it, checking every CRC (§3.3),
 // and polling with a backoff when it has caught up. The high-level consumer
 // with groups (§3.2) is built on these in this package's other files.
+// Consumer08 (consumer08.go) reads a topic through the Kafka protocol as 0.8
+// defined it instead, at logical offsets, as 0.8's console consumer did.
 package consumer
 
 import (
