@@ -140,7 +140,9 @@ func (c *Consumer08) fetch(addr string, ps []*part08, wait time.Duration, fn fun
 		fps = append(fps, protocol08.FetchPart{Topic: c.Topic, Partition: p.Partition, Offset: p.next, MaxBytes: c.FetchSize})
 	}
 	c.body = protocol08.AppendFetchBody(c.body[:0], int32(wait.Milliseconds()), 1, fps)
-	resp, err := c.call(addr, protocol08.KeyFetch, c.body, c.Timeout+wait)
+	// An answer holds at most FetchSize bytes of messages per partition (or one message, whole, when the first
+	// is larger: maxMessage08), and little else.
+	resp, err := c.call(addr, protocol08.KeyFetch, c.body, c.Timeout+wait, len(fps)*(int(c.FetchSize)+answerSlack)+maxMessage08)
 	if err != nil {
 		c.lost(addr, err)
 		return 0, nil
@@ -205,7 +207,7 @@ func (c *Consumer08) startOffset(addr string, partition int32) (int64, error) {
 		t = -2
 	}
 	body := protocol08.AppendOffsetsBody(nil, []protocol08.OffsetsPart{{Topic: c.Topic, Partition: partition, Time: t, MaxOffsets: 1}})
-	resp, err := c.call(addr, protocol08.KeyOffsets, body, c.Timeout)
+	resp, err := c.call(addr, protocol08.KeyOffsets, body, c.Timeout, answerSlack)
 	if err != nil {
 		return 0, err
 	}
@@ -222,8 +224,17 @@ func (c *Consumer08) startOffset(addr string, partition int32) (int64, error) {
 	return res[0].Offsets[0], nil
 }
 
-// call sends one request to addr on its connection and reads the answer.
-func (c *Consumer08) call(addr string, key int16, body []byte, timeout time.Duration) ([]byte, error) {
+// answerSlack bounds what an answer holds beyond messages: per partition its
+// topic, numbers and error code; an Offsets answer whole.
+const answerSlack = 64 << 10
+
+// maxMessage08 is the largest message an answer may carry beyond FetchSize:
+// the broker's largest request (max.socket.request.bytes, 100 MB shipped).
+const maxMessage08 = 100 << 20
+
+// call sends one request to addr on its connection and reads the answer, of
+// at most maxSize bytes (a larger one is an error, not an allocation).
+func (c *Consumer08) call(addr string, key int16, body []byte, timeout time.Duration, maxSize int) ([]byte, error) {
 	cc, ok := c.conns[addr]
 	if !ok {
 		nc, err := net.DialTimeout("tcp", addr, c.Timeout)
@@ -242,7 +253,7 @@ func (c *Consumer08) call(addr string, key int16, body []byte, timeout time.Dura
 	if _, err := cc.c.Write(c.req); err != nil {
 		return nil, fmt.Errorf("%s to %s: %w", protocol08.KeyName(key), addr, err)
 	}
-	corr, resp, buf, err := protocol08.ReadResponseInto(cc.c, c.rbuf, 1<<30)
+	corr, resp, buf, err := protocol08.ReadResponseInto(cc.c, c.rbuf, maxSize)
 	c.rbuf = buf
 	if err != nil {
 		return nil, fmt.Errorf("%s answer from %s: %w", protocol08.KeyName(key), addr, err)
