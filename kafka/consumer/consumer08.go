@@ -32,15 +32,19 @@ type Consumer08 struct {
 	Timeout       time.Duration // one request's round trip
 	// Locate names the topic's partitions and their leaders (ZKPartitions08 reads them from ZooKeeper).
 	Locate func() ([]Partition08, error)
-	Log    *slog.Logger // nil: slog.Default()
+	// Relocate, when not 0, is how often Locate is asked again even when nothing went wrong, so that
+	// partitions registered after the start (a broker's first message of a 0.7 topic) are read too.
+	Relocate time.Duration
+	Log      *slog.Logger // nil: slog.Default()
 
-	parts map[string]*part08 // by Partition08.Name
-	stale bool               // Locate before the next Fetch
-	conns map[string]*conn08 // by leader address
-	corr  int32
-	req   []byte
-	body  []byte
-	rbuf  []byte
+	parts   map[string]*part08 // by Partition08.Name
+	stale   bool               // Locate before the next Fetch
+	located time.Time          // when Locate last answered
+	conns   map[string]*conn08 // by leader address
+	corr    int32
+	req     []byte
+	body    []byte
+	rbuf    []byte
 }
 
 // Partition08 is one partition to read and where it is now.
@@ -72,7 +76,7 @@ var ErrStop08 = errors.New("consumer: stop")
 // the order of each partition. It returns how many fn took. The first Fetch waits up to MaxWait for data; the
 // next ones of the same Poll, once something arrived, do not.
 func (c *Consumer08) Poll(fn func(Record08) error) (int, error) {
-	if c.parts == nil || c.stale {
+	if c.parts == nil || c.stale || c.Relocate > 0 && time.Since(c.located) >= c.Relocate {
 		if err := c.locate(); err != nil {
 			return 0, err
 		}
@@ -120,7 +124,7 @@ func (c *Consumer08) locate() error {
 		}
 		parts[p.Name] = &part08{Partition08: p, next: next}
 	}
-	c.parts, c.stale = parts, false
+	c.parts, c.stale, c.located = parts, false, time.Now()
 	return nil
 }
 

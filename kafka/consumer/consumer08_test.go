@@ -140,3 +140,32 @@ func TestConsumer08BadAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumer08Relocate: with Relocate set, a partition Locate names only later (a broker's first message of
+// a 0.7 topic) is read too, from its earliest offset, while the first one keeps its place.
+func TestConsumer08Relocate(t *testing.T) {
+	empty := fetchAnswer(protocol08.FetchResult{Topic: "t", HighWatermark: 0})
+	a := fake08(t, offsetsAnswer(0), empty, empty)
+	b := fake08(t, offsetsAnswer(0), fetchAnswer(protocol08.FetchResult{Topic: "t", Partition: 1, HighWatermark: 1,
+		Set: protocol08.AppendEntry(nil, 0, nil, []byte("late"))}))
+	locates := 0
+	c := &Consumer08{Topic: "t", FromBeginning: true, FetchSize: 1 << 20, MaxWait: 10 * time.Millisecond, Timeout: 5 * time.Second,
+		Relocate: time.Nanosecond,
+		Locate: func() ([]Partition08, error) {
+			locates++
+			if locates == 1 {
+				return []Partition08{{Name: "1-0", Partition: 0, Leader: a}}, nil
+			}
+			return []Partition08{{Name: "1-0", Partition: 0, Leader: a}, {Name: "2-1", Partition: 1, Leader: b}}, nil
+		}}
+	defer c.Close()
+	var got []string
+	for range 2 {
+		if _, err := c.Poll(func(r Record08) error { got = append(got, r.Name+":"+string(r.Value)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(got, " ") != "2-1:late" || locates != 2 {
+		t.Errorf("read %q after %d looks; want 2-1:late after 2", got, locates)
+	}
+}

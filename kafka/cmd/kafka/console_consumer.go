@@ -206,8 +206,9 @@ func (p *printer) run(maxMsgs int64) error {
 }
 
 // consoleConsumer08 is the console consumer over the Kafka protocol (consumer.Consumer08): the topic's
-// partitions and leaders from ZooKeeper, each read from the earliest or the latest logical offset, one
-// payload per line. With timeout not negative it ends after that long without a message.
+// partitions and leaders from ZooKeeper, read again every second (a 0.7 topic gains a partition when a
+// broker first stores it), each read from the earliest or the latest logical offset, one payload per line.
+// With timeout not negative it ends after that long without a message.
 func consoleConsumer08(std stdio, connect, topic string, fromBeginning bool, maxMsgs int64, fetchSize int32,
 	timeout time.Duration, printOffsets, printKey bool) error {
 	z, err := zk.Connect(connect, zk.DefaultConnectTimeout)
@@ -216,7 +217,7 @@ func consoleConsumer08(std stdio, connect, topic string, fromBeginning bool, max
 	}
 	defer z.Close()
 	c := &consumer.Consumer08{Topic: topic, FromBeginning: fromBeginning, FetchSize: fetchSize,
-		MaxWait: 100 * time.Millisecond, Timeout: 30 * time.Second,
+		MaxWait: 100 * time.Millisecond, Timeout: 30 * time.Second, Relocate: time.Second,
 		Locate: func() ([]consumer.Partition08, error) { return consumer.ZKPartitions08(z, topic, 10*time.Second) }}
 	defer c.Close()
 	out := bufio.NewWriterSize(std.Out, 64<<10)

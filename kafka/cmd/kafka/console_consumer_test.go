@@ -97,7 +97,7 @@ func TestIntegration_ConsoleConsumer08(t *testing.T) {
 	}
 	sort.Strings(want)
 	out, errOut, code := runKafka(t, "console-consumer", "--protocol", "0.8", "--zookeeper", connect, "--topic", "c8",
-		"--from-beginning", "--consumer-timeout-ms", "1500", "--print-offsets")
+		"--from-beginning", "--consumer-timeout-ms", "3000", "--print-offsets") // brokers register a new topic in ZooKeeper after its first message: a second look finds it
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
