@@ -317,28 +317,17 @@ func ZKPartitions08(z *zk.Client, topic string, timeout time.Duration) ([]Partit
 	if replicated {
 		return leaders08(brokers, topic, len(a), timeout)
 	}
-	ids, err := z.Children(zk.BrokerTopicPath(topic))
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	regs, err := zk.TopicRegistrations(z, topic, nil)
+	if err != nil {
 		return nil, err
 	}
 	var out []Partition08
-	for _, s := range ids {
-		id, err := strconv.Atoi(s)
+	for _, id := range slices.Sorted(maps.Keys(regs)) {
 		b, live := brokers[id]
-		if err != nil || !live {
+		if !live {
 			continue
 		}
-		data, err := z.Get(zk.BrokerTopicBrokerPath(topic, id))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil || n < 0 {
-			continue
-		}
-		for p := range n {
+		for p := range regs[id] {
 			out = append(out, Partition08{Name: zk.PartitionName(id, p), Partition: int32(p), Leader: b.Addr()})
 		}
 	}

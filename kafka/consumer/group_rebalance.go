@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,30 +52,15 @@ func (g *GroupConsumer) readRegistry() (*registryView, error) {
 		} else if !errors.Is(err, zk.ErrNoNode) {
 			return nil, err
 		}
-		bs, err := g.zk.Children(zk.BrokerTopicPath(topic))
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		regs, err := zk.TopicRegistrations(g.zk, topic, g.log)
+		if err != nil {
 			return nil, err
 		}
-		for _, s := range bs {
-			id, err := strconv.Atoi(s)
-			if err != nil {
-				continue
-			}
+		for _, id := range slices.Sorted(maps.Keys(regs)) {
 			if _, live := v.brokers[id]; !live {
 				continue
 			}
-			data, err := g.zk.Get(zk.BrokerTopicBrokerPath(topic, id))
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			} else if err != nil {
-				return nil, err
-			}
-			n, err := strconv.Atoi(strings.TrimSpace(string(data)))
-			if err != nil || n < 0 {
-				g.log.Warn("ignoring a topic registration", "topic", topic, "broker", id, "data", string(data))
-				continue
-			}
-			for p := range n {
+			for p := range regs[id] {
 				v.partitions[topic] = append(v.partitions[topic], zk.PartitionName(id, p))
 			}
 		}

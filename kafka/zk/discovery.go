@@ -259,25 +259,9 @@ func (d *Discovery) readTopic(topic string) (<-chan gozk.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	regs := map[int]int{}
-	for _, s := range ids {
-		id, err := strconv.Atoi(s)
-		if err != nil {
-			continue
-		}
-		data, err := d.c.Get(BrokerTopicBrokerPath(topic, id))
-		if errors.Is(err, ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil || n <= 0 {
-			d.log.Warn("ignoring a topic registration", "topic", topic, "broker", id, "data", string(data))
-			continue
-		}
-		regs[id] = n
+	regs, err := ReadTopicRegistrations(d.c, topic, ids, d.log)
+	if err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	d.regs[topic] = regs
