@@ -40,7 +40,7 @@ func (cn *conn) handleAckedProduce(body []byte) error {
 				cn.logRefused("acked produce refused", p, p.Partition, err, "code", code)
 			}
 		} else {
-			res.Partition, res.Offset, res.Error = cn.produceUnreplicated(p, a.Acks != protocol.AcksNone)
+			res.Partition, res.Offset, res.Error = cn.produceUnreplicated(p, a.Acks != protocol.AcksNone, nil)
 		}
 		results[i] = res
 	}
@@ -66,8 +66,9 @@ func (cn *conn) handleAckedProduce(body []byte) error {
 	return cn.send.write(cn.out, false)
 }
 
-// produceUnreplicated appends to a 0.7 partition (created on first produce) and says where.
-func (cn *conn) produceUnreplicated(p *protocol.ProduceRequest, writeOut bool) (int32, int64, protocol.ErrorCode) {
+// produceUnreplicated appends to a 0.7 partition (created on first produce) and says where;
+// view, if not nil, adds the set to the segment's view (log.AppendView).
+func (cn *conn) produceUnreplicated(p *protocol.ProduceRequest, writeOut bool, view log.ViewEncoder) (int32, int64, protocol.ErrorCode) {
 	part := p.Partition
 	if part == protocol.RandomPartition {
 		part = int32(rand.IntN(cn.b.logs.Partitions(p.Topic)))
@@ -77,7 +78,7 @@ func (cn *conn) produceUnreplicated(p *protocol.ProduceRequest, writeOut bool) (
 		cn.logRefused("acked produce refused", p, part, err)
 		return part, -1, appendCode(err)
 	}
-	off, err := l.Append(p.Messages)
+	off, err := l.AppendView(p.Messages, view)
 	if err == nil && writeOut {
 		err = l.WriteOut()
 	}

@@ -29,6 +29,11 @@ type conn08 struct {
 	app   protocol08.Appender
 	fetch []protocol08.FetchResult
 	sets  [][]byte // the fetch answer's sets, one per partition, reused
+	// views are the fetch answer's parts sent from a log view, by result
+	// index (empty where the set was built); walk reads a view's entries.
+	views    []log.Chunk
+	walk     []byte
+	sendView func(i int, more bool) error
 }
 
 // decide sets the protocol of the connection from its first request.
@@ -36,6 +41,7 @@ func (cn *conn) decide(id int16, body []byte) error {
 	if protocol08.Is08(id, body) {
 		cn.speaks = speaks08
 		cn.k08 = &conn08{}
+		cn.k08.sendView = cn.sendView08
 		cn.b.log.Debug("connection speaks the Kafka protocol", "remote", cn.remote, "firstKey", protocol08.KeyName(id))
 		return nil
 	}

@@ -81,7 +81,9 @@ func (cn *conn) producePart08(p protocol08.ProducePart, acks int16, deadline tim
 		res.Error = protocol.ErrUnknownTopicOrPartition
 		return res
 	}
-	part, off, code := cn.produceUnreplicated(pr, acks != protocol.AcksNone)
+	// The 0.8 entries are kept beside the log (a view), so that a fetch of
+	// them is a sendfile (kafka08_fetch.go).
+	part, off, code := cn.produceUnreplicated(pr, acks != protocol.AcksNone, protocol08.AppendMessage)
 	res.Error = code
 	if code == protocol.ErrNone && acks != protocol.AcksNone {
 		if l, ok := cn.b.logs.Get(p.Topic, int(part)); ok {

@@ -13,7 +13,7 @@
 // message's offset is this offset plus the message's length (ids increase but
 // are not consecutive). The broker keeps the sorted list of segment start
 // offsets in memory and binary-searches it to find the segment holding a fetch
-// offset; nothing else is indexed.
+// offset; nothing else of the paper's is indexed.
 //
 // On disk (docs/PROTOCOL.md §3):
 //
@@ -22,6 +22,8 @@
 //	├── .kafka_cleanshutdown            written by Manager.Close (each partition's last segment and size), removed at start
 //	├── clicks-0/                       topic "clicks", partition 0
 //	│   ├── 00000000000000000000.kafka  messages at offsets [0, 536870912)
+//	│   ├── 00000000000000000000.index  its 0.8 logical offsets (index.go)
+//	│   ├── 00000000000000000000.view   its 0.8 entries, if produced as such (view.go)
 //	│   ├── 00000000000536870912.kafka  messages at offsets [536870912, 1073741851)
 //	│   └── 00000000001073741851.kafka  the active segment: appends go here
 //	└── clicks-1/
@@ -72,6 +74,13 @@
 // then refuses appends with ErrStorage, all of them, so that no later set is
 // stored after a refused one (a hole), until a probe finds room for the
 // write that failed; after a failed fsync, until the broker restarts.
+//
+// Beyond the paper, for the Kafka protocol as 0.8 defined it (the broker's
+// kafka08*.go): each segment has an index of 0.8's logical offsets, which
+// count messages (index.go), and may have a view, the 0.8 entries of the
+// messages produced through that protocol, written as they are appended, so
+// that a Kafka protocol fetch of them is a sendfile too (view.go). Both are
+// rebuilt or dropped, never trusted over the segment.
 //
 // Read hands out a Chunk, a (file, position, length) window inside one
 // segment that the broker passes to sendfile; a Chunk pins its segment's file

@@ -361,12 +361,12 @@ func (l *Log) indexLocked(s *segment, set []byte, offset int64, count int) {
 	l.nextIdx = s.start + s.idx.lastPos + indexInterval
 }
 
-// removeIndex deletes the index file of a deleted segment.
-func removeIndex(segPath string) error {
+// removeSidecars deletes the index and view files of a deleted segment.
+func removeSidecars(segPath string) error {
 	if err := os.Remove(indexPath(segPath)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("log: delete index of %s: %w", filepath.Base(segPath), err)
 	}
-	return nil
+	return removeView(segPath)
 }
 
 // cutIndexLocked cuts segment s's index at its (new, smaller) size and
@@ -375,6 +375,7 @@ func (l *Log) cutIndexLocked(s *segment) error {
 	if err := l.drainLocked(s, 0); err != nil { // the walk reads the file
 		return err
 	}
+	l.dropViewLocked(s) // it may hold encodings of bytes cut
 	s.idx.cut(s.size.Load())
 	end, err := s.scanIndex()
 	if err != nil {

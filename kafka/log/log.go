@@ -120,28 +120,38 @@ func (l *Log) Dir() string { return l.dir }
 // become readable only once flushed (see FlushedEnd). A storage error leaves the log as it was and
 // is ErrStorage wrapping the cause; so is every append while the partition
 // stays failed (failure.go).
+// An Append to a segment with a view (view.go) ends the view.
 func (l *Log) Append(set []byte) (offset int64, err error) {
+	return l.appendSet(set, nil)
+}
+
+// appendSet is Append, and AppendView with enc.
+func (l *Log) appendSet(set []byte, enc ViewEncoder) (offset int64, err error) {
 	// §3.3: every message carries a CRC; check them all before writing any.
 	var inner []int
 	count, err := message.ValidateWholeDeepInto(set, &inner)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %d-byte set refused whole: %w", ErrInvalidMessage, len(set), err)
 	}
-	return l.appendChecked(set, count, inner, true, false)
+	if len(inner) > 0 {
+		enc = nil
+	}
+	return l.appendChecked(set, count, inner, true, false, enc)
 }
 
 // appendValidated is Append after validation: count is the number of
 // messages of set.
 func (l *Log) appendValidated(set []byte, count int) (offset int64, err error) {
-	return l.appendChecked(set, count, nil, false, false)
+	return l.appendChecked(set, count, nil, false, false, nil)
 }
 
 // appendChecked is appendValidated; with counted, inner is the number of
 // messages in each wrapper of set, in order, as the validation counted them
 // (without, the index counts them, index.go); through writes set to the file at
 // once, straight from the caller's slice, instead of copying it into the
-// write buffer (AppendReplicaPrefix).
-func (l *Log) appendChecked(set []byte, count int, inner []int, counted, through bool) (offset int64, err error) {
+// write buffer (AppendReplicaPrefix); enc, if not nil, adds the set to the
+// segment's view (view.go).
+func (l *Log) appendChecked(set []byte, count int, inner []int, counted, through bool, enc ViewEncoder) (offset int64, err error) {
 	if len(set) == 0 {
 		return l.leo.Load(), nil
 	}
@@ -152,7 +162,7 @@ func (l *Log) appendChecked(set []byte, count int, inner []int, counted, through
 		// index walks it (indexLocked).
 		l.inner, l.counted, l.nextIdx = inner, counted, -1
 	}
-	offset, due, err := l.appendLocked(set, count, through)
+	offset, due, err := l.appendLocked(set, count, through, enc)
 	if err != nil && l.nextIdx < 0 { // not appended: the next set must not take its counts
 		l.inner, l.counted, l.nextIdx = nil, true, 0
 	}
@@ -174,7 +184,7 @@ func (l *Log) appendChecked(set []byte, count int, inner []int, counted, through
 // whatever the buffer holds, without copying it into the buffer. A storage error leaves the log as it was
 // before the call (writeAt undoes a partial write) and fails the partition:
 // until a probe write succeeds, appends get ErrStorage (failure.go).
-func (l *Log) appendLocked(set []byte, count int, through bool) (offset int64, due bool, err error) {
+func (l *Log) appendLocked(set []byte, count int, through bool, enc ViewEncoder) (offset int64, due bool, err error) {
 	if l.closed.Load() {
 		return 0, false, fmt.Errorf("%w: append to %s", ErrClosed, l.dir)
 	}
@@ -210,10 +220,14 @@ func (l *Log) appendLocked(set []byte, count int, through bool) (offset int64, d
 	// The logical offsets (index.go): a set of plain messages, counted by
 	// its validation, that adds no index entry costs an addition (any
 	// other set has set nextIdx to -1).
+	first := l.lend
 	if offset < l.nextIdx {
 		l.lend += int64(count)
 	} else {
 		l.indexLocked(active, set, offset, count)
+	}
+	if enc != nil || active.view.Load() != nil {
+		l.viewAppendLocked(active, set, offset, first, enc)
 	}
 	// §3.1: flush after every log.flush.interval messages. A flush is due
 	// when this append crosses a multiple of the interval, which keeps the
@@ -232,6 +246,7 @@ func (l *Log) appendLocked(set []byte, count int, through bool) (offset int64, d
 // heals, and the partition fails; the probe must then find room for the
 // buffer plus the extra bytes the caller is about to write.
 func (l *Log) drainLocked(active *segment, extra int64) error {
+	l.drainViewLocked(active)
 	if len(l.buf) == 0 {
 		return nil
 	}
@@ -255,6 +270,7 @@ func (l *Log) rollLocked() (*segment, error) {
 	if err := l.drainLocked(old, 0); err != nil {
 		return nil, err
 	}
+	l.endViewLocked(old)
 	if err := l.st.Sync(old.file); err != nil {
 		return nil, l.failLocked(fmt.Errorf("fsync %s before rolling: %w", old.path, err), 0, true)
 	}

@@ -51,6 +51,13 @@ func loadSegments(dir string, recover bool, expect *segmentRecord, lg *slog.Logg
 		if _, isIndex := parseSegmentFileName(strings.TrimSuffix(e.Name(), indexExt) + segmentExt); isIndex && strings.HasSuffix(e.Name(), indexExt) {
 			continue // a segment's offset index (index.go)
 		}
+		if _, isView := parseSegmentFileName(strings.TrimSuffix(e.Name(), viewExt) + segmentExt); isView && strings.HasSuffix(e.Name(), viewExt) {
+			// A segment's view (view.go), a cache: dropped on open.
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				lg.Warn("could not delete a view on open", "dir", dir, "name", e.Name(), "err", err)
+			}
+			continue
+		}
 		if !ok || !e.Type().IsRegular() {
 			lg.Warn("ignoring stray entry in partition directory", "dir", dir, "name", e.Name())
 			continue

@@ -69,7 +69,7 @@ func (l *Log) AppendReplica(set []byte) (offset int64, err error) {
 // error appends nothing (valid is then 0).
 func (l *Log) AppendReplicaPrefix(set []byte) (offset int64, valid int, err error) {
 	valid, count, bad := message.Validate(set)
-	if offset, err = l.appendChecked(set[:valid], count, nil, false, true); err != nil {
+	if offset, err = l.appendChecked(set[:valid], count, nil, false, true, nil); err != nil {
 		return offset, 0, err
 	}
 	if bad != nil {
@@ -177,7 +177,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		if err := os.Remove(s.path); err != nil {
 			return fmt.Errorf("log: truncate %s to %d: delete segment %s: %w", l.dir, offset, s.path, err)
 		}
-		if err := removeIndex(s.path); err != nil {
+		if err := removeSidecars(s.path); err != nil {
 			return fmt.Errorf("log: truncate %s to %d: %w", l.dir, offset, err)
 		}
 		s.release()

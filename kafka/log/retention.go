@@ -175,7 +175,7 @@ func (l *Log) DeleteOldSegments(now time.Time) (deleted int, err error) {
 		if err := os.Remove(s.path); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("log: delete segment %s: %w", s.path, err)
 		}
-		if err := removeIndex(s.path); err != nil && firstErr == nil {
+		if err := removeSidecars(s.path); err != nil && firstErr == nil {
 			firstErr = err
 		}
 		l.log.Info("deleted segment", "segment", s.path, "start", s.start, "bytes", s.size.Load(),

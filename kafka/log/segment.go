@@ -24,6 +24,9 @@ type segment struct {
 	refs atomic.Int32
 	// idx maps 0.8's logical offsets onto the segment's bytes (index.go).
 	idx *offsetIndex
+	// view is the segment's messages in a reader's encoding, or nil
+	// (view.go). Set under Log.mu, read by readers.
+	view atomic.Pointer[view]
 }
 
 func newSegment(start int64, path string, f *os.File, size int64) *segment {
@@ -66,6 +69,9 @@ func (s *segment) acquire() bool {
 func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
 		s.file.Close()
+		if v := s.view.Load(); v != nil && v.file != nil {
+			v.file.Close()
+		}
 	}
 }
 
@@ -95,6 +101,14 @@ func (c Chunk) Release() {
 	if c.seg != nil {
 		c.seg.release()
 	}
+}
+
+// Slice is the part of c from position from (relative to c.Pos) for n bytes,
+// cut at c's end. It shares c's hold on the file: release c or the slice,
+// not both.
+func (c Chunk) Slice(from, n int64) Chunk {
+	from = min(max(from, 0), c.Len)
+	return Chunk{File: c.File, Pos: c.Pos + from, Len: min(max(n, 0), c.Len-from), seg: c.seg}
 }
 
 // ReadAt copies the chunk's bytes into p (at most Len of them) with a

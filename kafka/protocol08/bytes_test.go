@@ -323,7 +323,7 @@ func TestResponseBytes(t *testing.T) {
 		"00 00 00 20  00 00 00 03  00 00 00 01 00 04 74 65 73 74  00 00 00 01  00 00 00 00  00 00  00 00 00 00 00 00 00 05",
 	}, {
 		// size = 4 + 4 + 6 + 4 + (4 partition + 2 error + 8 hw + 4 set size + 32 set) = 68 = 0x44
-		"Fetch v0", AppendFetchResponse(nil, 4, []FetchResult{{"test", 0, 0, 8, unhex(t, entryKHello)}}),
+		"Fetch v0", AppendFetchResponse(nil, 4, []FetchResult{{"test", 0, 0, 8, unhex(t, entryKHello), 0}}),
 		"00 00 00 44  00 00 00 04  00 00 00 01 00 04 74 65 73 74  00 00 00 01  00 00 00 00  00 00  00 00 00 00 00 00 00 08  00 00 00 20" + entryKHello,
 	}, {
 		// size = 4 + 4 + 6 + 4 + (4 + 2 + 4 count + 2 × 8) = 44 = 0x2c

@@ -1,6 +1,11 @@
 package protocol08
 
-import "github.com/kafkarepro/kafkarepro/kafka/protocol"
+import (
+	"fmt"
+	"math"
+
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
+)
 
 // Fetch v0:
 //
@@ -46,35 +51,44 @@ func DecodeFetch(body []byte) (FetchRequest, error) {
 	return f, r.end()
 }
 
-// FetchResult is one partition's answer; Set is a 0.8 message set.
+// FetchResult is one partition's answer; Set is a 0.8 message set, or
+// the entries after the Sent ones when Sent is not 0.
 type FetchResult struct {
 	Topic         string
 	Partition     int32
 	Error         protocol.ErrorCode
 	HighWatermark int64
 	Set           []byte
+	// Sent is the bytes of the set before Set that WriteFetchResponse's
+	// send writes: a broker's sendfile of entries kept on disk.
+	Sent int64
 }
 
-// AppendFetchResponse appends a Fetch v0 answer (results of one topic adjacent).
+// AppendFetchResponse appends a Fetch v0 answer (results of one topic
+// adjacent, none with Sent).
 func AppendFetchResponse(dst []byte, correlationID int32, results []FetchResult) []byte {
 	WriteFetchResponse(nil, correlationID, results, func(p []byte, _ bool) error {
 		dst = append(dst, p...)
 		return nil
-	})
+	}, nil)
 	return dst
 }
 
 // WriteFetchResponse hands a Fetch v0 answer to write in pieces, without
 // copying the sets: the bytes before each set (built in scratch, reused),
-// then the set itself; more says whether pieces follow. So a broker sends
-// the sets from where they were built.
-func WriteFetchResponse(scratch []byte, correlationID int32, results []FetchResult, write func(p []byte, more bool) error) error {
-	size := 4 + 4
+// then the set itself; more says whether pieces follow. A result with Sent
+// bytes has them written by send(i, more), i its index in results, before
+// its Set. So a broker sends the sets from where they were built or kept.
+func WriteFetchResponse(scratch []byte, correlationID int32, results []FetchResult, write func(p []byte, more bool) error, send func(i int, more bool) error) error {
+	size := int64(4 + 4)
 	for i, r := range results {
 		if i == 0 || results[i-1].Topic != r.Topic {
-			size += 2 + len(r.Topic) + 4
+			size += 2 + int64(len(r.Topic)) + 4
 		}
-		size += 4 + 2 + 8 + 4 + len(r.Set)
+		size += 4 + 2 + 8 + 4 + int64(len(r.Set)) + r.Sent
+	}
+	if size > math.MaxInt32 {
+		return fmt.Errorf("protocol08: a Fetch answer of %d bytes does not fit its int32 size", size)
 	}
 	head := appendInt32(scratch[:0], int32(size))
 	head = appendInt32(head, correlationID)
@@ -98,12 +112,19 @@ func WriteFetchResponse(scratch []byte, correlationID int32, results []FetchResu
 			head = appendInt32(head, r.Partition)
 			head = appendInt16(head, int16(r.Error))
 			head = appendInt64(head, r.HighWatermark)
-			head = appendInt32(head, int32(len(r.Set)))
-			if len(r.Set) > 0 {
+			head = appendInt32(head, int32(int64(len(r.Set))+r.Sent))
+			if len(r.Set) > 0 || r.Sent > 0 {
 				if err := write(head, true); err != nil {
 					return err
 				}
 				head = head[:0]
+			}
+			if r.Sent > 0 {
+				if err := send(i, len(r.Set) > 0 || i+1 < len(results)); err != nil {
+					return err
+				}
+			}
+			if len(r.Set) > 0 {
 				if err := write(r.Set, i+1 < len(results)); err != nil {
 					return err
 				}

@@ -120,8 +120,42 @@ func NextOffset(set []byte) (next int64, ok bool) {
 	return next, ok
 }
 
-// parseMessage checks and splits one message (CRC onwards).
+// parseMessage checks and splits one message (CRC onwards). The common
+// case, a whole message whose lengths fit, is read here without the
+// reader's bookkeeping; anything else goes to parseMessageSlow, which names
+// what is wrong.
 func parseMessage(m []byte) (Entry, error) {
+	if len(m) < 14 || m[4] != 0 || m[5]&^3 != 0 || message.Codec(m[5]&3) > message.CodecSnappy ||
+		binary.BigEndian.Uint32(m) != crc32.ChecksumIEEE(m[4:]) {
+		return parseMessageSlow(m)
+	}
+	e := Entry{Attributes: m[5]}
+	p := 6
+	if k := int64(int32(binary.BigEndian.Uint32(m[p:]))); k >= 0 {
+		if k > int64(len(m)-p-8) {
+			return parseMessageSlow(m)
+		}
+		p += 4
+		e.Key = m[p : p+int(k) : p+int(k)]
+		p += int(k)
+	} else if k == -1 {
+		p += 4
+	} else {
+		return parseMessageSlow(m)
+	}
+	v := int64(int32(binary.BigEndian.Uint32(m[p:])))
+	p += 4
+	switch {
+	case v == int64(len(m)-p):
+		e.Value = m[p:len(m):len(m)]
+	case v != -1 || p != len(m):
+		return parseMessageSlow(m)
+	}
+	return e, nil
+}
+
+// parseMessageSlow is parseMessage with every check spelled out.
+func parseMessageSlow(m []byte) (Entry, error) {
 	if crc := binary.BigEndian.Uint32(m); crc32.ChecksumIEEE(m[4:]) != crc {
 		return Entry{}, fmt.Errorf("%w: CRC %08x does not match %08x", ErrCorruptMessage, crc, crc32.ChecksumIEEE(m[4:]))
 	}
@@ -238,10 +272,7 @@ func (a *Appender) add(m message.Message) bool {
 		a.next++
 		return true
 	}
-	key, value, err := m.KeyValue()
-	if err != nil { // the log checked it on append; show it as it is
-		key, value = nil, m.Payload()
-	}
+	key, value := keyValue(m)
 	if len(a.Set) > 0 && int64(len(a.Set)+EntryOverhead+len(key)+len(value)) > a.Max {
 		a.full = true
 		return false
@@ -249,6 +280,24 @@ func (a *Appender) add(m message.Message) bool {
 	a.Set = AppendEntry(a.Set, n, key, value)
 	a.next++
 	return true
+}
+
+// keyValue is m's key and value as a fetch gives them.
+func keyValue(m message.Message) (key, value []byte) {
+	key, value, err := m.KeyValue()
+	if err != nil { // the log checked it on append; show it as it is
+		key, value = nil, m.Payload()
+	}
+	return key, value
+}
+
+// AppendMessage appends to dst the 0.8 entry of m, a plain message of the
+// log, at logical offset n: the bytes an Appender gives for it. It is the
+// broker's encoder of a log view (log.ViewEncoder), so that a fetch of what
+// was produced through the Kafka protocol sends entries as they are kept.
+func AppendMessage(dst []byte, m message.Message, n int64) []byte {
+	key, value := keyValue(m)
+	return AppendEntry(dst, n, key, value)
 }
 
 // AppendEntryCodec appends a compressed 0.8 entry whose value is payload,
