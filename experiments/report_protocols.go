@@ -90,10 +90,11 @@ func protocolsSection(r *protocols.Result) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "Machine during the run: %s (%d cores). The Kafka protocol's fetch re-frames every message "+
-		"(the paper's log keeps 0.7's frame: the broker reads it into memory and writes each message out with 0.8's "+
-		"header and a CRC over it), where the paper's protocol sends the log's bytes with sendfile.\n\n",
-		r.Load, r.Cores)
+	fmt.Fprintf(&b, "Machine during the run: %s (%d cores). The paper's protocol sends the log's bytes with sendfile. "+
+		"The Kafka protocol's fetch of %s, written through the Kafka protocol, sends the 0.8 entries the broker kept beside "+
+		"the log as they arrived (a view, kafka/log/view.go), with sendfile too; of %s, written through the paper's protocol, "+
+		"it re-frames every message (reads it into memory and writes it out with 0.8's header and a CRC over it).\n\n",
+		r.Load, r.Cores, protocols.Topic08, protocols.Topic07)
 	return b.String()
 }
 

@@ -7,9 +7,11 @@
 // into a topic of its own on one broker process. A third reader, our minimal
 // Kafka protocol client (Fetch v0, every entry walked and its CRC checked, as
 // the simple consumer checks every message, and like it one answer ahead: the
-// next request goes before this answer is checked), reads both topics, so
-// that the broker's side of a Kafka protocol fetch is seen apart from
-// franz-go's.
+// next request goes before this answer is checked, with the same socket
+// receive buffer), reads both topics, so that the broker's side of a Kafka
+// protocol fetch is seen apart from franz-go's: of the topic franz-go wrote
+// the broker sends the 0.8 entries it kept beside the log (kafka/log/view.go),
+// of the other it re-frames every message.
 //
 // Every phase records the client's and the broker's CPU time per message
 // (Linux schedstat, summed over threads), so that the report can say which

@@ -158,13 +158,19 @@ func Consume07(ctx context.Context, addr, topic string, n int) error {
 // checked, nothing allocated per message. As our 0.7 consumer keeps the next
 // byte range in flight while it checks this one, Fetch08 asks for the next
 // logical offset (protocol08.NextOffset, from the entries' framing) before it
-// checks the set it holds, so the broker builds the next answer meanwhile.
+// checks the set it holds, so the broker builds the next answer meanwhile,
+// with the socket receive buffer our 0.7 consumer asks for.
 func Fetch08(ctx context.Context, addr, topic string, n int) error {
 	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	// The socket receive buffer our 0.7 consumer asks for, so that the
+	// answer sent ahead fits while this one is checked.
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(consumer.ReceiveBuffer)
+	}
 	var req, body, buf []byte
 	ask := func(off int64) error {
 		conn.SetDeadline(time.Now().Add(30 * time.Second))

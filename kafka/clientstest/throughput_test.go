@@ -147,3 +147,42 @@ func BenchmarkThroughput08Raw(b *testing.B) {
 		b.Logf("our minimal client, Kafka protocol: %d messages of %d bytes consumed at %.0f msg/s", b.N, perfSize, float64(b.N)/consumed.Seconds())
 	}
 }
+
+// BenchmarkThroughput08RawView is BenchmarkThroughput08Raw on a topic written through the Kafka protocol
+// (franz-go, acks=0, no compression), which the broker keeps as 0.8 entries beside the log as well
+// (kafka/log/view.go) and sends from there by sendfile: the figure to set beside BenchmarkThroughput07Ours'
+// consumer.
+func BenchmarkThroughput08RawView(b *testing.B) {
+	tb := perfBroker(b)
+	value := bytes.Repeat([]byte("x"), perfSize)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.HostPort()), kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic("perf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		cl.Produce(context.Background(), &kgo.Record{Partition: 0, Value: value}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	cl.Close()
+	if err := protocols.WaitLogicalEnd(context.Background(), tb.HostPort(), "perf", b.N); err != nil {
+		b.Fatal(err)
+	}
+	tb.Flush("perf", 0)
+	b.SetBytes(perfSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	if err := protocols.Fetch08(context.Background(), tb.HostPort(), "perf", b.N); err != nil {
+		b.Fatal(err)
+	}
+	consumed := time.Since(start)
+	b.ReportMetric(float64(b.N)/consumed.Seconds(), "consumed-msg/s")
+	b.ReportMetric(0, "ns/op")
+	if b.N >= 100000 {
+		b.Logf("our minimal client, Kafka protocol, from the view: %d messages of %d bytes consumed at %.0f msg/s", b.N, perfSize, float64(b.N)/consumed.Seconds())
+	}
+}
