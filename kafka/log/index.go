@@ -427,6 +427,17 @@ func (l *Log) LogicalAt(b int64) (int64, error) {
 	if b < segs[0].start || b > l.leo.Load() {
 		return 0, fmt.Errorf("%w: byte offset %d of %s, outside [%d, %d]", ErrOffsetOutOfRange, b, l.dir, segs[0].start, l.leo.Load())
 	}
+	if b == l.leo.Load() {
+		// The end: no walk through the last set, which may be a large one
+		// with its only entry at its start. The broker asks this of every
+		// fetch of a partition that is not being written.
+		l.mu.Lock()
+		end, n := l.leo.Load(), l.lend
+		l.mu.Unlock()
+		if b == end {
+			return n, nil
+		}
+	}
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].start > b }) - 1
 	s := segs[i]
 	logical, pos := s.idx.floorPosition(b - s.start)

@@ -208,3 +208,18 @@ func TestLogicalOffsetsWrapperAfterRoll(t *testing.T) {
 		t.Errorf("logical 9 at byte %d (first %d), want just after the wrapper, %d", off, first, at+int64(len(wrapper)))
 	}
 }
+
+// LogicalAt of the log end is the logical end, without a walk through the
+// last set (one of 1,000 messages here, whose only entry is at its start);
+// inside it, the walk counts.
+func TestLogicalAtTheEndOfALargeSet(t *testing.T) {
+	l := openLog(t, t.TempDir(), testConfig(), false)
+	mustAppend(t, l, makeSet(0, 5, 200))
+	mustAppend(t, l, makeSet(5, 1000, 200))
+	mustFlush(t, l)
+	for _, c := range []struct{ b, want int64 }{{209 * 1005, 1005}, {209 * 5, 5}, {209 * 600, 600}} {
+		if got, err := l.LogicalAt(c.b); err != nil || got != c.want {
+			t.Errorf("LogicalAt(%d) = %d, %v; want %d", c.b, got, err, c.want)
+		}
+	}
+}
