@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,11 +13,12 @@ import (
 )
 
 // numbered is a test view: each message as its logical offset (8 bytes) and
-// its payload's first byte, 9 bytes a message, so that view position p holds
+// its payload's last byte (payload's letter), 9 bytes a message, so that view position p holds
 // the message of logical offset (p-mark's position)/9 after the mark's.
 func numbered(dst []byte, m message.Message, n int64) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(n))
-	return append(dst, m.Payload()[0])
+	p := m.Payload()
+	return append(dst, p[len(p)-1])
 }
 
 // viewOf reads the view ReadView gives for n up to limit: the logical
@@ -175,4 +178,79 @@ func TestViewRollTruncateRetainReopen(t *testing.T) {
 	if got := viewOf(t, l, 60, l.FlushedEnd()); got != nil {
 		t.Errorf("view for 60 after reopening: %d messages, want none", len(got))
 	}
+}
+
+// Appends with a view, flushes, rolls, retention and readers of the view at
+// once for a short while (meant for -race): every read of a view holds the
+// records of consecutive logical offsets from the one it says, and the
+// payload byte each was made from.
+func TestViewConcurrent(t *testing.T) {
+	cfg := testConfig()
+	cfg.FileSize = 8 << 10
+	cfg.FlushInterval = 20
+	cfg.RetentionSize = 32 << 10
+	l := openLog(t, t.TempDir(), cfg, false)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var appended, checked atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i += 5 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := l.AppendView(makeSet(i, 5, 100), numbered); err != nil {
+				t.Error(err)
+				return
+			}
+			appended.Add(5)
+			if i%200 == 0 {
+				l.DeleteOldSegments(time.Now())
+			}
+		}
+	}()
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := make([]byte, 1<<20)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n := l.LogicalStart() + appended.Load()/3
+				c, first, end, ok := l.ReadView(n, l.FlushedEnd())
+				if !ok {
+					continue
+				}
+				k, err := c.ReadAt(b[:min(c.Len, int64(len(b)))])
+				c.Release()
+				if err != nil {
+					t.Errorf("ReadView(%d): read: %v", n, err)
+					return
+				}
+				for p := 0; p+9 <= k; p += 9 {
+					got, want := int64(binary.BigEndian.Uint64(b[p:])), first+int64(p/9)
+					if letter := byte('a' + want%26); got != want || b[p+8] != letter || want >= end {
+						t.Errorf("ReadView(%d) from %d: record %d is logical %d, payload %c; want %d, %c, below %d",
+							n, first, p/9, got, b[p+8], want, letter, end)
+						return
+					}
+				}
+				checked.Add(1)
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if checked.Load() == 0 {
+		t.Fatalf("no view read in 0.5 s (%d messages appended)", appended.Load())
+	}
+	t.Logf("%d messages appended, %d view reads checked", appended.Load(), checked.Load())
 }
