@@ -40,6 +40,7 @@ type Log struct {
 	nextIdx  int64  // the log offset from which an append adds an index entry (index.go)
 	inner    []int  // appendChecked's inner and counted for indexLocked, when nextIdx is -1
 	counted  bool
+	viewing  bool     // the active segment has a view that appends extend or end (view.go)
 	failed   *failure // non-nil while a storage error keeps appends out (failure.go)
 
 	segs    atomic.Pointer[[]*segment] // sorted by start; replaced, never modified
@@ -133,9 +134,6 @@ func (l *Log) appendSet(set []byte, enc ViewEncoder) (offset int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: %d-byte set refused whole: %w", ErrInvalidMessage, len(set), err)
 	}
-	if len(inner) > 0 {
-		enc = nil
-	}
 	return l.appendChecked(set, count, inner, true, false, enc)
 }
 
@@ -162,7 +160,10 @@ func (l *Log) appendChecked(set []byte, count int, inner []int, counted, through
 		// index walks it (indexLocked).
 		l.inner, l.counted, l.nextIdx = inner, counted, -1
 	}
-	offset, due, err := l.appendLocked(set, count, through, enc)
+	offset, due, err := l.appendLocked(set, count, through)
+	if err == nil && (enc != nil || l.viewing) {
+		l.viewAppendLocked(set, offset, count, len(inner) > 0, enc)
+	}
 	if err != nil && l.nextIdx < 0 { // not appended: the next set must not take its counts
 		l.inner, l.counted, l.nextIdx = nil, true, 0
 	}
@@ -184,12 +185,14 @@ func (l *Log) appendChecked(set []byte, count int, inner []int, counted, through
 // whatever the buffer holds, without copying it into the buffer. A storage error leaves the log as it was
 // before the call (writeAt undoes a partial write) and fails the partition:
 // until a probe write succeeds, appends get ErrStorage (failure.go).
-func (l *Log) appendLocked(set []byte, count int, through bool, enc ViewEncoder) (offset int64, due bool, err error) {
+func (l *Log) appendLocked(set []byte, count int, through bool) (offset int64, due bool, err error) {
 	if l.closed.Load() {
 		return 0, false, fmt.Errorf("%w: append to %s", ErrClosed, l.dir)
 	}
-	if err := l.healLocked(false); err != nil {
-		return 0, false, err
+	if l.failed != nil { // a healthy partition does not call healLocked
+		if err := l.healLocked(false); err != nil {
+			return 0, false, err
+		}
 	}
 	segs := *l.segs.Load()
 	active := segs[len(segs)-1]
@@ -220,14 +223,10 @@ func (l *Log) appendLocked(set []byte, count int, through bool, enc ViewEncoder)
 	// The logical offsets (index.go): a set of plain messages, counted by
 	// its validation, that adds no index entry costs an addition (any
 	// other set has set nextIdx to -1).
-	first := l.lend
 	if offset < l.nextIdx {
 		l.lend += int64(count)
 	} else {
 		l.indexLocked(active, set, offset, count)
-	}
-	if enc != nil || active.view.Load() != nil {
-		l.viewAppendLocked(active, set, offset, first, enc)
 	}
 	// §3.1: flush after every log.flush.interval messages. A flush is due
 	// when this append crosses a multiple of the interval, which keeps the

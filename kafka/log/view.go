@@ -94,18 +94,23 @@ func (l *Log) AppendView(set []byte, enc ViewEncoder) (offset int64, err error) 
 	return l.appendSet(set, enc)
 }
 
-// viewAppendLocked adds set, appended at log offset offset with logical
-// offsets [first, l.lend), to the view of s, which it starts if s has none;
-// with enc nil it ends the view. A view that cannot be written is dropped,
-// with a warning: appends do not fail for a cache. l.mu is held.
-func (l *Log) viewAppendLocked(s *segment, set []byte, offset, first int64, enc ViewEncoder) {
+// viewAppendLocked adds set, just appended at log offset offset, count
+// messages ending at logical offset l.lend, to the active segment's view,
+// which it starts if the segment has none. With enc nil, or a set with a
+// wrapper, it ends the view. A view that cannot be written is dropped, with
+// a warning: appends do not fail for a cache. l.mu is held.
+func (l *Log) viewAppendLocked(set []byte, offset int64, count int, wrapped bool, enc ViewEncoder) {
+	segs := *l.segs.Load()
+	s := segs[len(segs)-1]
 	v := s.view.Load()
-	if enc == nil {
+	if enc == nil || wrapped {
 		if v != nil {
 			v.ended = true
 		}
+		l.viewing = false
 		return
 	}
+	first := l.lend - int64(count)
 	if v == nil {
 		f, err := os.OpenFile(viewPath(s.path), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		v = &view{path: viewPath(s.path), file: f}
@@ -117,6 +122,7 @@ func (l *Log) viewAppendLocked(s *segment, set []byte, offset, first int64, enc 
 		}
 		v.buf = make([]byte, 0, writeBufferSize)
 		v.pending = append(v.pending, viewMark{logical: first, end: offset})
+		l.viewing = true
 	}
 	if v.ended {
 		return
@@ -164,6 +170,7 @@ func (l *Log) endViewLocked(s *segment) {
 		l.drainViewLocked(s)
 		v.ended, v.buf, v.pending = true, nil, nil
 	}
+	l.viewing = false
 }
 
 // dropViewLocked makes s's view unreadable and deletes its file (the file
@@ -177,6 +184,9 @@ func (l *Log) dropViewLocked(s *segment) {
 	v.gone = true
 	v.mu.Unlock()
 	v.ended, v.buf, v.pending = true, nil, nil
+	if segs := *l.segs.Load(); s == segs[len(segs)-1] {
+		l.viewing = false
+	}
 	if err := removeView(s.path); err != nil {
 		l.log.Warn("could not delete a dropped view", "err", err)
 	}
