@@ -41,6 +41,8 @@
 //	fetch.go         FETCH: protocol/fetch.go → log.Log.Read → sendfile
 //	multifetch.go    MULTIFETCH: each part read as fetch.go reads one
 //	offsets.go       OFFSETS: protocol/offsets.go → log.Log.Offsets
+//	kafka08.go       the Kafka protocol as 0.8 defined it, on the same port; kafka08_*.go serve its requests
+//	kafka08_fetch.go Fetch v0: log.Log.ReadView → sendfile, else log.Log.Locate → protocol08.Appender
 //	logs.go          the connection's cache of partition logs
 //	memory.go        the request memory budget
 //	limits.go        connection limits and running out of descriptors
