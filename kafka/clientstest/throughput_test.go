@@ -134,8 +134,14 @@ func report(b *testing.B, who string, produced, consumed time.Duration) {
 func BenchmarkThroughput08Raw(b *testing.B) {
 	tb := perfBroker(b)
 	produce07(b, tb)
+	fetch08(b, tb, "our minimal client, Kafka protocol")
+}
+
+// fetch08 times protocols.Fetch08 reading b.N messages of "perf" from logical offset 0 and reports its rate.
+func fetch08(b *testing.B, tb *brokertest.Broker, who string) {
 	b.SetBytes(perfSize)
 	b.ReportAllocs()
+	b.ResetTimer()
 	start := time.Now()
 	if err := protocols.Fetch08(context.Background(), tb.HostPort(), "perf", b.N); err != nil {
 		b.Fatal(err)
@@ -144,7 +150,7 @@ func BenchmarkThroughput08Raw(b *testing.B) {
 	b.ReportMetric(float64(b.N)/consumed.Seconds(), "consumed-msg/s")
 	b.ReportMetric(0, "ns/op")
 	if b.N >= 100000 {
-		b.Logf("our minimal client, Kafka protocol: %d messages of %d bytes consumed at %.0f msg/s", b.N, perfSize, float64(b.N)/consumed.Seconds())
+		b.Logf("%s: %d messages of %d bytes consumed at %.0f msg/s", who, b.N, perfSize, float64(b.N)/consumed.Seconds())
 	}
 }
 
@@ -172,17 +178,5 @@ func BenchmarkThroughput08RawView(b *testing.B) {
 		b.Fatal(err)
 	}
 	tb.Flush("perf", 0)
-	b.SetBytes(perfSize)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	if err := protocols.Fetch08(context.Background(), tb.HostPort(), "perf", b.N); err != nil {
-		b.Fatal(err)
-	}
-	consumed := time.Since(start)
-	b.ReportMetric(float64(b.N)/consumed.Seconds(), "consumed-msg/s")
-	b.ReportMetric(0, "ns/op")
-	if b.N >= 100000 {
-		b.Logf("our minimal client, Kafka protocol, from the view: %d messages of %d bytes consumed at %.0f msg/s", b.N, perfSize, float64(b.N)/consumed.Seconds())
-	}
+	fetch08(b, tb, "our minimal client, Kafka protocol, from the view")
 }
