@@ -112,9 +112,13 @@ type Config struct {
 	Progress func(string)
 	// Settings are the flush settings to measure (default Settings()).
 	Settings []Setting
-	// Baseline, when set, are broker settings to measure every flush
-	// setting with a second time, right after the first (Result.Baseline).
+	// Baseline, when set, are settings to measure every flush setting
+	// with a second time, right after the first (Result.Baseline): broker
+	// settings, and producer properties named with ProducerPrefix.
 	Baseline map[string]string
+	// Producer are producer properties over the defaults, for the paced
+	// and the unpaced producer (producer.Config.Set).
+	Producer map[string]string
 }
 
 // Run measures every setting of Settings.
@@ -159,9 +163,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return l, err
 }
 
+// ProducerPrefix marks a key of Config.Baseline (and of latency-ab's
+// --setting) as a producer property: "producer:socket.nagle.disable".
+const ProducerPrefix = "producer:"
+
 // runSetting measures flush setting s on a broker of its own, started with
-// s's properties and then extra's.
+// s's properties and then extra's (its producer properties, ProducerPrefix,
+// over cfg.Producer).
 func runSetting(ctx context.Context, cfg Config, s Setting, extra map[string]string) (SettingResult, error) {
+	extra, cfg.Producer = splitProducer(extra, cfg.Producer)
 	r := SettingResult{Setting: s, Load: machine.ReadLoad().String()}
 	// At least five flush periods, so that the delays spread over whole
 	// periods (a run shorter than the 3 s timer would see one flush).
@@ -176,9 +186,26 @@ func runSetting(ctx context.Context, cfg Config, s Setting, extra map[string]str
 	r.BrokerSettings = settings
 	err = measure(ctx, cfg, addr, &r)
 	if err == nil && cfg.Unpaced > 0 {
-		r.UnpacedMsgPerS, r.UnpacedHeldMsgPerS, err = unpacedRate(ctx, addr, cfg.Unpaced, cfg.Size)
+		r.UnpacedMsgPerS, r.UnpacedHeldMsgPerS, err = unpacedRate(ctx, addr, cfg)
 	}
 	return r, errors.Join(err, stop())
+}
+
+// splitProducer takes the ProducerPrefix keys out of props and returns the
+// rest, and those (without the prefix) over base.
+func splitProducer(props, base map[string]string) (broker, producer map[string]string) {
+	broker, producer = map[string]string{}, maps.Clone(base)
+	for k, v := range props {
+		if p, ok := strings.CutPrefix(k, ProducerPrefix); ok {
+			if producer == nil {
+				producer = map[string]string{}
+			}
+			producer[p] = v
+		} else {
+			broker[k] = v
+		}
+	}
+	return broker, producer
 }
 
 // latencyTopic and unpacedTopic are the experiment's topics, partition 0.
@@ -193,7 +220,7 @@ const (
 // has them all, so that the last ones are flushed as in the steady state
 // instead of waiting for the timer at the end of the run.
 func measure(ctx context.Context, cfg Config, addr string, r *SettingResult) error {
-	p, err := newLatencyProducer(addr)
+	p, err := newLatencyProducer(addr, cfg.Producer)
 	if err != nil {
 		return err
 	}
@@ -244,10 +271,15 @@ func measure(ctx context.Context, cfg Config, addr string, r *SettingResult) err
 	return nil
 }
 
-func newLatencyProducer(addr string) (*producer.SyncProducer, error) {
+func newLatencyProducer(addr string, props map[string]string) (*producer.SyncProducer, error) {
 	pc := producer.DefaultConfig()
 	pc.BrokerList = "0:" + addr
 	pc.Magic = message.MagicV0
+	for k, v := range props {
+		if err := pc.Set(k, v); err != nil {
+			return nil, fmt.Errorf("latency producer: %w", err)
+		}
+	}
 	p, err := producer.NewSync(pc)
 	if err != nil {
 		return nil, fmt.Errorf("latency producer for %s: %w", addr, err)
@@ -281,8 +313,9 @@ func consumeStamped(ctx context.Context, addr string, n int64, hist *hdrhistogra
 // unpacedRate sends n messages one per request as fast as it can and
 // returns the send rate and the rate until the broker holds (has flushed)
 // them all.
-func unpacedRate(ctx context.Context, addr string, n, size int) (send, held float64, err error) {
-	p, err := newLatencyProducer(addr)
+func unpacedRate(ctx context.Context, addr string, cfg Config) (send, held float64, err error) {
+	n, size := cfg.Unpaced, cfg.Size
+	p, err := newLatencyProducer(addr, cfg.Producer)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -352,7 +385,7 @@ func baselineSection(l *Result) string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nThe same settings with `%s` over each (the baseline), measured right after each row above, on a broker of its own; \"after / before\" is the table above over the baseline, and a percentile holds when it is at most 10%% above the baseline's (or lower):\n\n", l.BaselineProps)
+	fmt.Fprintf(&b, "\nThe same settings with `%s` over each (the baseline; a `producer:` key is a property of both producers), measured right after each row above, on a broker of its own; \"after / before\" is the table above over the baseline, and a percentile holds when it is at most 10%% above the baseline's (or lower):\n\n", l.BaselineProps)
 	b.WriteString("| setting | p50 ms baseline | p50 ms | after / before | p99 ms baseline | p99 ms | after / before | both within 10% or better |\n|---|---|---|---|---|---|---|---|\n")
 	holds := 0
 	for i, base := range l.Baseline {

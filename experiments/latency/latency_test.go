@@ -95,3 +95,21 @@ func TestBaselineSection(t *testing.T) {
 		t.Error("a run without a baseline shows its table")
 	}
 }
+
+// A baseline's producer: keys go to both producers, without the prefix and
+// over Config.Producer; the rest start the broker.
+func TestSplitProducer(t *testing.T) {
+	broker, prod := splitProducer(map[string]string{
+		"produce.coalesce.max.us":       "0",
+		"producer:socket.nagle.disable": "true",
+	}, map[string]string{"buffer.size": "65536", "socket.nagle.disable": "false"})
+	if len(broker) != 1 || broker["produce.coalesce.max.us"] != "0" {
+		t.Errorf("broker settings %v, want produce.coalesce.max.us=0 alone", broker)
+	}
+	if len(prod) != 2 || prod["socket.nagle.disable"] != "true" || prod["buffer.size"] != "65536" {
+		t.Errorf("producer properties %v, want socket.nagle.disable=true over the base, buffer.size kept", prod)
+	}
+	if _, p := splitProducer(map[string]string{"log.flush.interval": "1"}, nil); p != nil {
+		t.Errorf("no producer key and no base: %v, want nil (the defaults)", p)
+	}
+}

@@ -30,7 +30,7 @@ func (cn *conn) handleAckedProduce(body []byte) error {
 	for i := range a.Produces {
 		p := &a.Produces[i]
 		res := protocol.ProduceResult{Topic: p.Topic, Partition: p.Partition, Offset: -1}
-		if _, hit := cn.logs[partKey{p.Topic, p.Partition}]; !hit && cn.replicatedTopic(p.Topic) {
+		if _, hit := cn.cached(p.Topic, p.Partition); !hit && cn.replicatedTopic(p.Topic) {
 			r, code, err := cn.produceReplica(p, a.Acks)
 			res.Error = code
 			if code == protocol.ErrNone {

@@ -341,7 +341,8 @@ func (b *Broker) Close() error {
 			errs = append(errs, err)
 		}
 		b.closeErr = errors.Join(errs...)
-		b.log.Info("stopped", "addr", b.ln.Addr().String(), "err", b.closeErr)
+		sleeps, woken := b.CoalesceStats()
+		b.log.Info("stopped", "addr", b.ln.Addr().String(), "coalesced_sleeps", sleeps, "ended_by_bound", woken, "early_acks", b.EarlyAcks(), "err", b.closeErr)
 		close(b.done)
 	})
 	<-b.done

@@ -27,12 +27,25 @@ import (
 // followed by a coalesced sleep, and a read inside a request first puts the
 // mark back (settle), so a request's own bytes never wait for the mark.
 
+// ackNowBytes is how much a connection must have read since it last waited
+// for the wait to be preceded by lowat.ackNow: Linux acknowledges on the
+// read any segment shorter than the largest it has seen, and that is at
+// least TCP's default MSS, 536 bytes, so a client that sends one small
+// request per segment (TCP_NODELAY) is acknowledged without the call.
+const ackNowBytes = 536
+
 // coalescer is a connection's share of it.
 type coalescer struct {
-	st    coalesce.State
-	sock  lowat // the socket's mark
-	ok    bool  // SO_RCVLOWAT can be set on this connection
-	quiet bool  // the request just served expects no answer
+	st   coalesce.State
+	sock lowat // the socket's mark
+	ok   bool  // SO_RCVLOWAT can be set on this connection and coalescing is on
+	// sockOK: the socket's options can be set (lowat.init succeeded).
+	sockOK bool
+	// unacked counts the request bytes read since the connection last
+	// waited (serveConn): ackNow is called before a wait only after
+	// ackNowBytes of them.
+	unacked int
+	quiet   bool // the request just served expects no answer
 }
 
 // sleep waits for the next request of a connection whose last request was
@@ -91,6 +104,7 @@ type sleepers struct {
 
 	sleeps atomic.Int64 // sleeps with a mark, since the start
 	woken  atomic.Int64 // of which the ticker ended
+	acks   atomic.Int64 // lowat.ackNow calls before a wait, since the start
 
 	mu      sync.Mutex
 	asleep  map[*conn]int64 // the tick count when each fell asleep
@@ -152,6 +166,12 @@ func (s *sleepers) run() {
 		s.mu.Unlock()
 	}
 }
+
+// EarlyAcks returns how many times, since the start, a connection whose
+// requests get no answer called for TCP's delayed acknowledgement before it
+// waited for more (lowat.ackNow: after at least ackNowBytes read since its
+// last wait).
+func (b *Broker) EarlyAcks() int64 { return b.sleepers.acks.Load() }
 
 // CoalesceStats returns how many times, since the start, a connection slept
 // with a mark of more than one byte (package coalesce), and how many of

@@ -40,6 +40,7 @@ type conn struct {
 	out    []byte // response headers, reused
 	send   sender // writes headers and sendfiles chunks
 	logs   map[partKey]*log.Log
+	last   lastLog // the entry of logs used last (cached)
 
 	st      *connState    // what the broker knows of this connection (limits.go)
 	idleSet bool          // st.idleSince was set by rearm and not cleared yet
@@ -102,15 +103,25 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 		b.log.Warn("cannot use connection", "remote", cn.remote, "err", err)
 		return
 	}
-	cn.co.ok = b.coalesce.Max > 0 && cn.co.sock.init(c) == nil
+	cn.co.sockOK = cn.co.sock.init(c) == nil
+	cn.co.ok = b.coalesce.Max > 0 && cn.co.sockOK
 	b.log.Debug("connection opened", "remote", cn.remote)
 	for {
 		var id int16
 		var n int
 		var err error
 		cn.armIdle()
-		if cn.co.quiet && cn.co.ok && cn.r.Buffered() == 0 {
-			err = cn.sleep()
+		if cn.co.quiet && cn.r.Buffered() == 0 {
+			// Nothing to answer and nothing left to read: acknowledge what
+			// came before waiting for more (lowat.ackNow), then wait.
+			if cn.co.sockOK && cn.co.unacked >= ackNowBytes {
+				err = cn.co.sock.ackNow()
+				cn.b.sleepers.acks.Add(1)
+			}
+			cn.co.unacked = 0
+			if err == nil && cn.co.ok {
+				err = cn.sleep()
+			}
 		}
 		cn.co.quiet = false
 		if err == nil {
@@ -126,6 +137,7 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 		}
 		if err == nil {
 			body, err = cn.readBody(id, n)
+			cn.co.unacked += protocol.RequestHeaderSize + n
 		}
 		if err == nil && cn.speaks == speaksUndecided {
 			err = cn.decide(id, body)

@@ -49,7 +49,7 @@ func (cn *conn) read(f *protocol.FetchRequest, budget int) (log.Chunk, protocol.
 		return log.Chunk{}, protocol.ErrInvalidFetchSize
 	}
 	size := min(int(f.MaxSize), cn.b.maxFetch, budget)
-	if _, hit := cn.logs[partKey{f.Topic, f.Partition}]; !hit && cn.replicatedTopic(f.Topic) {
+	if _, hit := cn.cached(f.Topic, f.Partition); !hit && cn.replicatedTopic(f.Topic) {
 		return cn.readReplica(f, size)
 	}
 	l, code := cn.lookup(f.Topic, f.Partition)

@@ -20,13 +20,35 @@ func (cn *conn) cache(topic string, partition int32, l *log.Log) {
 		clear(cn.logs)
 	}
 	cn.logs[partKey{topic, partition}] = l
+	cn.last = lastLog{partKey{topic, partition}, l}
+}
+
+// lastLog is the partition a connection's last request named, and its log.
+type lastLog struct {
+	partKey
+	l *log.Log
+}
+
+// cached returns the log cache remembered for a partition: the last one
+// asked for without hashing its name (a producer names the same partition
+// request after request, and names are interned, so the comparison is
+// usually of one pointer), else from the map.
+func (cn *conn) cached(topic string, partition int32) (*log.Log, bool) {
+	if cn.last.l != nil && cn.last.partition == partition && cn.last.topic == topic {
+		return cn.last.l, true
+	}
+	l, ok := cn.logs[partKey{topic, partition}]
+	if ok {
+		cn.last = lastLog{partKey{topic, partition}, l}
+	}
+	return l, ok
 }
 
 // lookup finds an existing log for a fetch or offsets request. It returns
 // (nil, ErrWrongPartition) for a name or partition that cannot exist, and
 // (nil, ErrNone) for a valid partition nobody has produced to yet.
 func (cn *conn) lookup(topic string, partition int32) (*log.Log, protocol.ErrorCode) {
-	if l, ok := cn.logs[partKey{topic, partition}]; ok {
+	if l, ok := cn.cached(topic, partition); ok {
 		return l, protocol.ErrNone
 	}
 	if log.ValidateTopic(topic) != nil || partition < 0 || int(partition) >= cn.b.logs.Partitions(topic) {

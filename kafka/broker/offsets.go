@@ -16,7 +16,7 @@ func (cn *conn) handleOffsets(body []byte) error {
 	var offs []int64
 	var l *log.Log
 	code := protocol.ErrNone
-	if _, hit := cn.logs[partKey{o.Topic, o.Partition}]; !hit && cn.replicatedTopic(o.Topic) {
+	if _, hit := cn.cached(o.Topic, o.Partition); !hit && cn.replicatedTopic(o.Topic) {
 		// docs/PROTOCOL.md §10: the leader answers, "latest" being where
 		// consumers' reads stop.
 		if p := cn.replica(o.Topic, o.Partition); p == nil {

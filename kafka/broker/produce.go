@@ -28,7 +28,7 @@ func (cn *conn) handleProduce(body []byte) error {
 // does not decode, inflates past the limit or holds bad messages is refused
 // with the set), and a bad topic or partition drops the request.
 func (cn *conn) produce(p *protocol.ProduceRequest) {
-	if _, hit := cn.logs[partKey{p.Topic, p.Partition}]; !hit && cn.replicatedTopic(p.Topic) {
+	if _, hit := cn.cached(p.Topic, p.Partition); !hit && cn.replicatedTopic(p.Topic) {
 		// docs/PROTOCOL.md §10: a 0.7 PRODUCE to a replicated topic is an
 		// acks=0 produce, appended where this broker leads the partition.
 		if _, code, err := cn.produceReplica(p, protocol.AcksNone); code != protocol.ErrNone {
@@ -73,7 +73,7 @@ func (cn *conn) logRefused(msg string, p *protocol.ProduceRequest, partition int
 // not leave an empty partition behind (Append validates it again; that
 // happens once per partition, not per request).
 func (cn *conn) logFor(topic string, partition int32, set []byte) (*log.Log, error) {
-	if l, ok := cn.logs[partKey{topic, partition}]; ok {
+	if l, ok := cn.cached(topic, partition); ok {
 		return l, nil
 	}
 	if _, ok := cn.b.logs.Get(topic, int(partition)); !ok {

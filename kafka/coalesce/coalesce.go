@@ -33,6 +33,16 @@
 // off, a connection is watched: Enter sleeps in a row each shorter than
 // Gather/8 (requests come back to back) turn coalescing on at MinBytes.
 //
+// The sending side can gather too. Our producer, as 0.7's, leaves Nagle's
+// algorithm on for such a connection (producer.Config.NagleDisable): while
+// one segment is unacknowledged, its kernel holds the next requests and
+// sends them as one segment when the acknowledgement comes, so the broker
+// reads many requests per wake-up whatever its mark, and the producer's
+// write(2) only copies. The broker acknowledges what it has read before it
+// waits (kafka/broker/lowat_linux.go), so that such a producer is never
+// held for TCP's delayed-acknowledgement timer. The rule here remains for a
+// client that sets TCP_NODELAY and sends one request per segment.
+//
 // Only a request that gets no answer is ever followed by a coalesced
 // sleep, and a connection that has once sent a request that is answered (a
 // fetch, an acks=1 or -1 produce, any Kafka protocol request but an acks=0

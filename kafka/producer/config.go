@@ -51,6 +51,17 @@ type Config struct {
 	// default) keeps the kernel's auto-tuned size, which is faster on
 	// loopback than 0.7's fixed 100 KB.
 	SocketBufferSize int
+	// NagleDisable is socket.nagle.disable (librdkafka's name; false): on
+	// a connection that carries only requests that get no answer (acks 0,
+	// 0.7's produce), false leaves Nagle's algorithm on, as 0.7's
+	// SyncProducer did by not touching TCP_NODELAY (Java's default), so
+	// that while one small segment is unacknowledged the kernel gathers the
+	// next requests into one segment: a batch-1 producer that writes faster
+	// than the broker reads sends segments of many requests, and each
+	// write(2) only copies its request. A connection that waits for answers
+	// (acks 1 or -1, metadata) always sets TCP_NODELAY, as 0.8's
+	// BlockingChannel did.
+	NagleDisable bool
 	// MaxMessageSize is max.message.size: a larger single message is refused
 	// before it is sent (1,000,000).
 	MaxMessageSize int
@@ -137,6 +148,21 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	return cfg, cfg.Validate()
 }
 
+// Set sets one property by its 0.7 name (or one of the later names
+// fields lists), refusing a name it does not know, unlike
+// ConfigFromProperties, which reads whole files written for the JVM's
+// producer.
+func (c *Config) Set(key, value string) error {
+	known, err := properties.Set(c.fields(), key, value)
+	if !known {
+		return fmt.Errorf("producer: unknown property %q: %w", key, ErrBadConfig)
+	}
+	if err != nil {
+		return fmt.Errorf("producer: property %s=%q: %w (%v)", key, value, ErrBadConfig, err)
+	}
+	return nil
+}
+
 // fields maps each producer property name to the field of c it sets.
 func (c *Config) fields() map[string]properties.Field {
 	return map[string]properties.Field{
@@ -175,6 +201,7 @@ func (c *Config) fields() map[string]properties.Field {
 		},
 		"connect.timeout.ms":   properties.Millis(&c.ConnectTimeout),
 		"buffer.size":          properties.Int(&c.SocketBufferSize),
+		"socket.nagle.disable": properties.Bool(&c.NagleDisable),
 		"max.message.size":     properties.Int(&c.MaxMessageSize),
 		"metadata.broker.list": properties.String(&c.MetadataBrokerList),
 		"request.required.acks": func(v string) error {

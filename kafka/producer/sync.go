@@ -351,7 +351,7 @@ func (p *pool) get(id int, disc Discovery) (*brokerConn, error) {
 	if c, ok := p.conns[id]; ok {
 		return c, nil
 	}
-	c = &brokerConn{broker: b, cfg: &p.cfg}
+	c = &brokerConn{broker: b, cfg: &p.cfg, unanswered: true}
 	p.conns[id] = c
 	return c, nil
 }
@@ -370,12 +370,15 @@ func (p *pool) close() {
 
 // brokerConn is one broker's connection and its reused request buffer.
 type brokerConn struct {
-	mu      sync.Mutex
-	broker  Broker
-	cfg     *Config
-	conn    net.Conn
-	buf     []byte // the framed request being sent
-	scratch []byte // the uncompressed set of a compressed batch
+	mu     sync.Mutex
+	broker Broker
+	cfg    *Config
+	conn   net.Conn
+	buf    []byte // the framed request being sent
+	// unanswered: the connection carries only requests that get no answer
+	// (the pool's), so Nagle's algorithm stays on (Config.NagleDisable).
+	unanswered bool
+	scratch    []byte // the uncompressed set of a compressed batch
 
 	// Answers to ACKED_PRODUCE (replicated.go).
 	r        *bufio.Reader
@@ -413,8 +416,14 @@ func (c *brokerConn) dialLocked() error {
 	if err != nil {
 		return err
 	}
-	if tc, ok := conn.(*net.TCPConn); ok && c.cfg.SocketBufferSize > 0 {
-		_ = tc.SetWriteBuffer(c.cfg.SocketBufferSize)
+	if tc, ok := conn.(*net.TCPConn); ok {
+		if c.cfg.SocketBufferSize > 0 {
+			_ = tc.SetWriteBuffer(c.cfg.SocketBufferSize)
+		}
+		if c.unanswered && !c.cfg.NagleDisable {
+			// Config.NagleDisable: Go sets TCP_NODELAY on every connection; 0.7's producer left Nagle on.
+			_ = tc.SetNoDelay(false)
+		}
 	}
 	c.conn = conn
 	return nil

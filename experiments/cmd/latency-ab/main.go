@@ -4,6 +4,7 @@
 // the same machine in the same minutes:
 //
 //	go run ./experiments/cmd/latency-ab --setting produce.coalesce.max.us --values 0,1000 --rounds 2
+//	go run ./experiments/cmd/latency-ab --setting producer:socket.nagle.disable --values true,false
 //
 // Each round runs every value in order; each value runs every flush setting
 // of figure 7 with a broker of its own (internal/kafkaproc, the shipped
@@ -46,7 +47,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("latency-ab", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	setting := fs.String("setting", "produce.coalesce.max.us", "the server.properties key to vary")
+	setting := fs.String("setting", "produce.coalesce.max.us", "the server.properties key to vary, or producer:KEY for a producer property (producer:socket.nagle.disable)")
 	values := fs.String("values", "0,1000", "comma-separated values of --setting, measured in this order every round")
 	rounds := fs.Int("rounds", 2, "rounds over the values")
 	rate := fs.Int("rate", 100_000, "the paced producer's messages per second (reproduce uses half our batch-1 rate, at most 100,000)")
@@ -68,10 +69,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for round := 1; round <= *rounds; round++ {
 		for _, v := range vals {
 			v = strings.TrimSpace(v)
+			broker, prod := map[string]string{*setting: v}, map[string]string(nil)
+			if key, ok := strings.CutPrefix(*setting, latency.ProducerPrefix); ok {
+				broker, prod = nil, map[string]string{key: v}
+			}
 			_, err := latency.Run(ctx, latency.Config{
 				Rate: *rate, Duration: *duration, Unpaced: *unpaced, Size: *size,
 				Start: kafkaproc.Launcher(bin, filepath.Join(tmp, fmt.Sprintf("round%d-%s", round, v)), localsvc.Host{},
-					map[string]string{*setting: v}),
+					broker),
+				Producer: prod,
 				Progress: func(s string) { fmt.Fprintf(stdout, "round %d %s=%s %s\n", round, *setting, v, s) },
 			})
 			if err != nil {

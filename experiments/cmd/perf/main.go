@@ -62,6 +62,7 @@ type options struct {
 	holdFreed                             bool
 	bin                                   string // the kafka command to build and run
 	set                                   map[string]string
+	producerProps                         string // producer-perf's --producer-props
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -80,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.outDir, "out-dir", "", "keep every tool's full output there")
 	fs.StringVar(&o.bin, "kafka-bin", "bin/kafka", "where to build the kafka command (relative paths: to the repository root)")
 	set := fs.String("set", "", "server.properties settings over the shipped ones, key=value[,key=value...] (for instance produce.coalesce.max.us=0)")
+	fs.StringVar(&o.producerProps, "producer-props", "", "producer properties over the defaults for both producer runs, key=value[,key=value...] (for instance socket.nagle.disable=true)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -205,10 +207,10 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 		switch ph {
 		case "b50":
 			err = r.tool(ctx, "producer50", prof("producer50"), "producer-perf", "--broker-list", broker.Addr(), "--topic", "perf50",
-				"--messages", strconv.Itoa(o.messages), "--message-size", strconv.Itoa(o.size), "--batch-size", "50", "--magic", "0")
+				"--messages", strconv.Itoa(o.messages), "--message-size", strconv.Itoa(o.size), "--batch-size", "50", "--magic", "0", "--producer-props", o.producerProps)
 		case "b1":
 			err = r.tool(ctx, "producer1", prof("producer1"), "producer-perf", "--broker-list", broker.Addr(), "--topic", "perf1",
-				"--messages", strconv.Itoa(o.b1Messages), "--message-size", strconv.Itoa(o.size), "--batch-size", "1", "--magic", "0")
+				"--messages", strconv.Itoa(o.b1Messages), "--message-size", strconv.Itoa(o.size), "--batch-size", "1", "--magic", "0", "--producer-props", o.producerProps)
 		case "consumer":
 			dir := filepath.Join(broker.LogDir(), "perf50-0")
 			if res, total, rerr := machine.Resident(dir); rerr == nil {
@@ -235,10 +237,10 @@ func run(ctx context.Context, o options, w io.Writer) (err error) {
 		return stopErr
 	}
 	fmt.Fprintf(w, "broker: clean shutdown (exit 0, %s/.kafka_cleanshutdown written)\n", r.broker.LogDir())
-	// The flusher's fsyncs per partition (kafka/log Log.Fsyncs), from the broker's log.
+	// The flusher's fsyncs per partition (kafka/log Log.Fsyncs) and the coalesced sleeps (broker.CoalesceStats), from the broker's log.
 	if b, err := os.ReadFile(r.broker.LogPath()); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
-			if strings.Contains(l, "log closed: its fsyncs") {
+			if strings.Contains(l, "log closed: its fsyncs") || strings.Contains(l, "coalesced_sleeps") {
 				fmt.Fprintln(w, "broker:", l)
 			}
 		}

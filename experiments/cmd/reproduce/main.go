@@ -98,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	compression := fs.Int("compression-messages", -1, "messages per codec of the compression experiment (default: --messages, at most 1,000,000; 0 skips it)")
 	latency := fs.Duration("latency-seconds", -1, "paced phase per flush setting of figure 7, the latency experiment (default 20s, 4s with --quick; 0 skips it)")
 	fs.IntVar(&o.latencyRate, "latency-rate", 0, "figure 7's producer rate in msg/s (0: half our batch-1 producer's rate in this run)")
-	baseline := fs.String("latency-baseline", "produce.coalesce.max.us=0", "broker settings key=value[,key=value] to measure figure 7 with a second time, each flush setting right after the first, for REPORT.md's before-and-after table (default: the batch-1 read path's coalescing off; empty: not)")
+	baseline := fs.String("latency-baseline", "produce.coalesce.max.us=0,producer:socket.nagle.disable=true", "settings key=value[,key=value] to measure figure 7 with a second time, each flush setting right after the first, for REPORT.md's before-and-after table: broker settings, and producer properties as producer:KEY (default: the batch-1 path before coalescing and Nagle's algorithm, the broker's coalescing off and the producer's TCP_NODELAY on; empty: not)")
 	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; machine.HoldFreedMemory), so that a page written again does not cost a host fault; REPORT.md says which")
 	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the machine's ceiling (experiments/ceiling) right after our tests, for REPORT.md")
 	var err error

@@ -128,7 +128,7 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 		t.Errorf("REPORT.md does not list the consumer's rounds")
 	}
 	if l := sum.Latency; l == nil || len(l.Settings) != len(latency.Settings()) || l.Error != "" ||
-		len(l.Baseline) != len(l.Settings) || l.BaselineProps != "produce.coalesce.max.us=0" {
+		len(l.Baseline) != len(l.Settings) || l.BaselineProps != "produce.coalesce.max.us=0 producer:socket.nagle.disable=true" {
 		t.Errorf("latency experiment, with its baseline by default: %+v", l)
 	}
 	if report, _ := os.ReadFile(filepath.Join(out, "REPORT.md")); !strings.Contains(string(report), "settings hold on both percentiles") {

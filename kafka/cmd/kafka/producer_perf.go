@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
@@ -30,6 +31,7 @@ func producerPerf(args []string, std stdio) error {
 	wait := fs.Duration("flush-timeout", 2*time.Minute, "how long to wait for the broker to flush the last message")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of this client to the file")
 	magic := fs.Int("magic", 1, "message format: 1 as Kafka 0.7 writes (10 bytes of header), 0 the paper's (9 bytes)")
+	props := fs.String("producer-props", "", "producer properties over the defaults, key=value[,key=value...] (for instance socket.nagle.disable=true)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -42,6 +44,17 @@ func producerPerf(args []string, std stdio) error {
 	cfg := producer.DefaultConfig()
 	cfg.BrokerList = brokerList(*brokers)
 	cfg.Magic = byte(*magic)
+	if *props != "" {
+		for kv := range strings.SplitSeq(*props, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return usagef("--producer-props: %q is not key=value", kv)
+			}
+			if err := cfg.Set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+				return err
+			}
+		}
+	}
 	bl, err := producer.ParseBrokerList(cfg.BrokerList)
 	if err != nil {
 		return err
