@@ -171,7 +171,7 @@ const ProducerPrefix = "producer:"
 // s's properties and then extra's (its producer properties, ProducerPrefix,
 // over cfg.Producer).
 func runSetting(ctx context.Context, cfg Config, s Setting, extra map[string]string) (SettingResult, error) {
-	extra, cfg.Producer = splitProducer(extra, cfg.Producer)
+	extra, cfg.Producer = SplitProducer(extra, cfg.Producer)
 	r := SettingResult{Setting: s, Load: machine.ReadLoad().String()}
 	// At least five flush periods, so that the delays spread over whole
 	// periods (a run shorter than the 3 s timer would see one flush).
@@ -191,9 +191,10 @@ func runSetting(ctx context.Context, cfg Config, s Setting, extra map[string]str
 	return r, errors.Join(err, stop())
 }
 
-// splitProducer takes the ProducerPrefix keys out of props and returns the
-// rest, and those (without the prefix) over base.
-func splitProducer(props, base map[string]string) (broker, producer map[string]string) {
+// SplitProducer takes the ProducerPrefix keys out of props and returns the
+// rest (broker settings), and those without the prefix over base (producer
+// properties).
+func SplitProducer(props, base map[string]string) (broker, producer map[string]string) {
 	broker, producer = map[string]string{}, maps.Clone(base)
 	for k, v := range props {
 		if p, ok := strings.CutPrefix(k, ProducerPrefix); ok {

@@ -99,7 +99,7 @@ func TestBaselineSection(t *testing.T) {
 // A baseline's producer: keys go to both producers, without the prefix and
 // over Config.Producer; the rest start the broker.
 func TestSplitProducer(t *testing.T) {
-	broker, prod := splitProducer(map[string]string{
+	broker, prod := SplitProducer(map[string]string{
 		"produce.coalesce.max.us":       "0",
 		"producer:socket.nagle.disable": "true",
 	}, map[string]string{"buffer.size": "65536", "socket.nagle.disable": "false"})
@@ -109,7 +109,7 @@ func TestSplitProducer(t *testing.T) {
 	if len(prod) != 2 || prod["socket.nagle.disable"] != "true" || prod["buffer.size"] != "65536" {
 		t.Errorf("producer properties %v, want socket.nagle.disable=true over the base, buffer.size kept", prod)
 	}
-	if _, p := splitProducer(map[string]string{"log.flush.interval": "1"}, nil); p != nil {
+	if _, p := SplitProducer(map[string]string{"log.flush.interval": "1"}, nil); p != nil {
 		t.Errorf("no producer key and no base: %v, want nil (the defaults)", p)
 	}
 }

@@ -115,8 +115,9 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 			// Nothing to answer and nothing left to read: acknowledge what
 			// came before waiting for more (lowat.ackNow), then wait.
 			if cn.co.sockOK && cn.co.unacked >= ackNowBytes {
-				err = cn.co.sock.ackNow()
-				cn.b.sleepers.acks.Add(1)
+				if err = cn.co.sock.ackNow(); err == nil {
+					cn.b.sleepers.acks.Add(1)
+				}
 			}
 			cn.co.unacked = 0
 			if err == nil && cn.co.ok {

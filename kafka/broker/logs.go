@@ -29,8 +29,8 @@ type lastLog struct {
 	l *log.Log
 }
 
-// cached returns the log cache remembered for a partition: the last one
-// asked for without hashing its name (a producer names the same partition
+// cached returns the log that cache remembered for a partition: the one
+// asked for last without hashing its name (a producer names the same partition
 // request after request, and names are interned, so the comparison is
 // usually of one pointer), else from the map.
 func (cn *conn) cached(topic string, partition int32) (*log.Log, bool) {

@@ -125,3 +125,22 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// ParseList reads "key=value[,key=value...]", the form command-line flags
+// take settings in (perf --set, producer-perf --producer-props, reproduce
+// --latency-baseline); blanks around each pair are dropped. An empty list
+// is nil.
+func ParseList(list string) (map[string]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for kv := range strings.SplitSeq(list, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%w: %q is not key=value", ErrValue, kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}

@@ -90,3 +90,17 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+func TestParseList(t *testing.T) {
+	m, err := ParseList(" produce.coalesce.max.us=0 , producer:socket.nagle.disable=true,empty=")
+	if err != nil || len(m) != 3 || m["produce.coalesce.max.us"] != "0" || m["producer:socket.nagle.disable"] != "true" || m["empty"] != "" {
+		t.Errorf("ParseList: %v, %v", m, err)
+	}
+	if m, err := ParseList("  "); m != nil || err != nil {
+		t.Errorf("an empty list: %v, %v, want nil, nil", m, err)
+	}
+	for _, bad := range []string{"novalue", "a=1,,b=2", "=1"} {
+		if _, err := ParseList(bad); !errors.Is(err, ErrValue) {
+			t.Errorf("ParseList(%q): %v, want ErrValue", bad, err)
+		}
+	}
+}

@@ -69,10 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for round := 1; round <= *rounds; round++ {
 		for _, v := range vals {
 			v = strings.TrimSpace(v)
-			broker, prod := map[string]string{*setting: v}, map[string]string(nil)
-			if key, ok := strings.CutPrefix(*setting, latency.ProducerPrefix); ok {
-				broker, prod = nil, map[string]string{key: v}
-			}
+			broker, prod := latency.SplitProducer(map[string]string{*setting: v}, nil)
 			_, err := latency.Run(ctx, latency.Config{
 				Rate: *rate, Duration: *duration, Unpaced: *unpaced, Size: *size,
 				Start: kafkaproc.Launcher(bin, filepath.Join(tmp, fmt.Sprintf("round%d-%s", round, v)), localsvc.Host{},

@@ -51,6 +51,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
+	"github.com/kafkarepro/kafkarepro/kafka/properties"
 	"github.com/kafkarepro/kafkarepro/kafka/schedstat"
 )
 
@@ -86,8 +87,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	var err error
-	if o.set, err = parseSet(*set); err != nil {
-		return o, err
+	if o.set, err = properties.ParseList(*set); err != nil {
+		return o, fmt.Errorf("--set: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -508,20 +509,4 @@ func syscalls(pid int) (map[string]int64, error) {
 		return nil, fmt.Errorf("no syscr line in /proc/%d/io", pid)
 	}
 	return c, nil
-}
-
-// parseSet parses --set's key=value[,key=value...].
-func parseSet(v string) (map[string]string, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	m := map[string]string{}
-	for kv := range strings.SplitSeq(v, ",") {
-		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--set: %q is not key=value", kv)
-		}
-		m[k] = val
-	}
-	return m, nil
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/experiments/link"
 	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
+	"github.com/kafkarepro/kafkarepro/kafka/properties"
 	"github.com/kafkarepro/kafkarepro/paper"
 )
 
@@ -148,15 +149,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.compression, o.replication, o.protocols = 0, 0, 0
 	}
 	o.latency = *latency
-	if *baseline != "" {
-		o.latencyBaseline = map[string]string{}
-		for _, kv := range strings.Split(*baseline, ",") {
-			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			if !ok || k == "" {
-				return o, fmt.Errorf("--latency-baseline %q: want key=value[,key=value]", *baseline)
-			}
-			o.latencyBaseline[k] = v
-		}
+	if o.latencyBaseline, err = properties.ParseList(*baseline); err != nil {
+		return o, fmt.Errorf("--latency-baseline %q: want key=value[,key=value]: %w", *baseline, err)
 	}
 	if o.latency < 0 {
 		o.latency = 20 * time.Second

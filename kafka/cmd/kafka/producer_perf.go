@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/properties"
 )
 
 func init() {
@@ -44,15 +44,13 @@ func producerPerf(args []string, std stdio) error {
 	cfg := producer.DefaultConfig()
 	cfg.BrokerList = brokerList(*brokers)
 	cfg.Magic = byte(*magic)
-	if *props != "" {
-		for kv := range strings.SplitSeq(*props, ",") {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				return usagef("--producer-props: %q is not key=value", kv)
-			}
-			if err := cfg.Set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
-				return err
-			}
+	pp, err := properties.ParseList(*props)
+	if err != nil {
+		return usagef("--producer-props: %v", err)
+	}
+	for k, v := range pp {
+		if err := cfg.Set(k, v); err != nil {
+			return err
 		}
 	}
 	bl, err := producer.ParseBrokerList(cfg.BrokerList)
