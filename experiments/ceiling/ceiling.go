@@ -18,6 +18,9 @@
 //	producer-batch1  the same with one write(2) per one-message request
 //	                 (the batch-1 ceiling: the cost of a system call)
 //
+// The producer probes' sender leaves Nagle's algorithm on, as our producer
+// does on a connection whose requests get no answer (dialSender).
+//
 // A producer probe's clock stops when the reader has written every byte
 // and a last fsync has returned, as our producer-perf's stops when the
 // broker holds every message. The reader reads up to ReadSize bytes at a

@@ -77,17 +77,40 @@ func senderMain(spec string) error {
 	if err != nil {
 		return err
 	}
-	c, err := net.Dial("tcp", j.addr)
+	tc, err := dialSender(j)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	tc := c.(*net.TCPConn)
-	_ = tc.SetWriteBuffer(SocketBuffer)
+	defer tc.Close()
 	if j.file != "" {
 		return sendFile(tc, j)
 	}
 	return sendSets(tc, j)
+}
+
+// dialSender opens a sender's connection to the reader. A producer probe's
+// keeps Nagle's algorithm on, as our producer keeps it on a connection whose
+// requests get no answer (producer.Config.NagleDisable, false by default)
+// and as 0.7's SyncProducer did: with it off (Go's default) the kernel sends
+// one segment per one-message write(2), costlier for both sides than what
+// our producer does, and the probe would then bound nothing (our batch 1
+// measured up to twice such a "ceiling" on one machine, docs/PERFORMANCE.md).
+// The consumer probe's sendfile(2) writes whole files and keeps Go's
+// default, as the broker's connections do.
+func dialSender(j sendJob) (*net.TCPConn, error) {
+	c, err := net.Dial("tcp", j.addr)
+	if err != nil {
+		return nil, err
+	}
+	tc := c.(*net.TCPConn)
+	_ = tc.SetWriteBuffer(SocketBuffer)
+	if j.file == "" {
+		if err := tc.SetNoDelay(false); err != nil {
+			tc.Close()
+			return nil, fmt.Errorf("turn Nagle's algorithm on: %w", err)
+		}
+	}
+	return tc, nil
 }
 
 // sendFile sendfile(2)s j.file from the start as often as it takes.

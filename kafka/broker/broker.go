@@ -110,6 +110,7 @@ type Broker struct {
 	sleepers *sleepers     // connections asleep with a mark (coalesce.go)
 
 	mem   *requestMemory // queued.max.request.bytes (memory.go)
+	reads readBuffers    // grown connection read buffers (readbuffer.go)
 	lim   *limiters      // rate-limited warnings (ratelog.go)
 	spare *os.File       // a descriptor kept to refuse waiting clients when out of them (limits.go)
 	shed  atomic.Int64   // waiting clients refused so since the last log line
@@ -342,7 +343,9 @@ func (b *Broker) Close() error {
 		}
 		b.closeErr = errors.Join(errs...)
 		sleeps, woken := b.CoalesceStats()
-		b.log.Info("stopped", "addr", b.ln.Addr().String(), "coalesced_sleeps", sleeps, "ended_by_bound", woken, "early_acks", b.EarlyAcks(), "err", b.closeErr)
+		grown, refused := b.ReadBufferStats()
+		b.log.Info("stopped", "addr", b.ln.Addr().String(), "coalesced_sleeps", sleeps, "ended_by_bound", woken, "early_acks", b.EarlyAcks(),
+			"grown_read_buffers", grown, "read_buffers_refused", refused, "err", b.closeErr)
 		close(b.done)
 	})
 	<-b.done

@@ -21,7 +21,8 @@ import (
 
 // readBufferSize is the per-connection bufio.Reader: a batch-1 producer's
 // ~230-byte requests arrive a few hundred per read system call when the
-// broker is behind. A body of at most smallRequestBytes is served where it
+// broker is behind (and the buffer of such a producer's connection may grow,
+// readbuffer.go). A body of at most smallRequestBytes is served where it
 // lies in this buffer (readBody), so the buffer must hold the largest.
 const readBufferSize = 64 << 10
 
@@ -33,6 +34,8 @@ type conn struct {
 	c      *net.TCPConn
 	remote string
 	r      *bufio.Reader
+	src    *fillReader // what r reads from (readbuffer.go)
+	grown  bool        // r is grownReadBufferSize, charged to the request memory budget
 	dec    protocol.Decoder
 	hdr    [protocol.RequestHeaderSize]byte
 	held   int    // bytes of a small body served in place in r, discarded after it is served
@@ -80,13 +83,15 @@ const (
 func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 	defer b.untrack(c)
 	var cn *conn
-	defer func() { cn.stopAnswers() }()
+	defer func() { cn.stopAnswers(); cn.releaseRead() }()
+	src := &fillReader{c: c}
 	cn = &conn{
 		b:      b,
 		c:      c,
 		st:     st,
 		remote: c.RemoteAddr().String(),
-		r:      bufio.NewReaderSize(c, readBufferSize),
+		r:      bufio.NewReaderSize(src, readBufferSize),
+		src:    src,
 		out:    make([]byte, 0, 512),
 		logs:   make(map[partKey]*log.Log),
 	}
@@ -112,8 +117,11 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 		var err error
 		cn.armIdle()
 		if cn.co.quiet && cn.r.Buffered() == 0 {
-			// Nothing to answer and nothing left to read: acknowledge what
-			// came before waiting for more (lowat.ackNow), then wait.
+			// Nothing to answer and nothing left to read: grow the read
+			// buffer if this producer outruns it (readbuffer.go),
+			// acknowledge what came before waiting for more
+			// (lowat.ackNow), then wait.
+			cn.growRead()
 			if cn.co.sockOK && cn.co.unacked >= ackNowBytes {
 				if err = cn.co.sock.ackNow(); err == nil {
 					cn.b.sleepers.acks.Add(1)

@@ -16,8 +16,9 @@ import (
 // of exactly that size; meanwhile it reads nothing more, so the client's
 // bytes wait in the kernel's socket buffers, not in the broker. Requests of
 // at most smallRequestBytes do not come here: they are served where they
-// lie in the connection's read buffer (see conn.go), a per-connection
-// constant.
+// lie in the connection's read buffer (see conn.go), which is 64 KiB
+// unless a producer's connection grew it (readbuffer.go): the grown buffers
+// are charged here too, within the reserve.
 //
 // 0.7 grew each connection's buffer by doubling as bytes arrived, so a
 // burst of large requests took the broker to more than the bytes in flight,
@@ -48,6 +49,7 @@ type requestMemory struct {
 	small      []*memWaiter // small requests, in arrival order
 	closed     bool
 	peak       int64 // most bytes handed out at once, for tests
+	reads      int64 // of inUse, the connections' grown read buffers (readbuffer.go)
 }
 
 // smallClassBytes: a request body of at most this many bytes is a small one
@@ -214,6 +216,45 @@ func (m *requestMemory) charge(w *memWaiter, cost int64) {
 		m.smallInUse += cost
 	}
 	m.peak = max(m.peak, m.inUse)
+}
+
+// reserveRead charges n bytes of a connection's grown read buffer
+// (readbuffer.go) if they fit now: the grown buffers together within the
+// reserve, the whole within the budget, and no request waiting. Free
+// buffers are dropped as admitLocked drops them. Without a budget it always
+// does, as 0.7 bounded nothing.
+func (m *requestMemory) reserveRead(n int) bool {
+	if m.budget <= 0 {
+		return true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || len(m.waiters) > 0 || len(m.small) > 0 ||
+		m.reads+int64(n) > m.reserve || m.inUse+int64(n) > m.budget {
+		return false
+	}
+	m.inUse += int64(n)
+	m.reads += int64(n)
+	m.peak = max(m.peak, m.inUse)
+	for len(m.free) > 0 && m.inUse+m.freeBytes > m.budget {
+		m.freeBytes -= int64(cap(m.free[0].b))
+		m.free[0] = freeBuffer{}
+		m.free = m.free[1:]
+	}
+	return true
+}
+
+// releaseRead gives back what reserveRead charged, and admits the waiters
+// that now fit.
+func (m *requestMemory) releaseRead(n int) {
+	if m.budget <= 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.inUse -= int64(n)
+	m.reads -= int64(n)
+	m.wakeLocked()
 }
 
 // put gives a buffer from get back (for a body of n bytes, as asked), keeps

@@ -203,3 +203,54 @@ func TestRequestMemoryWaitIsBounded(t *testing.T) {
 	}
 	m.put(a, len(a))
 }
+
+// TestRequestMemoryReadBuffers: the grown read buffers (readbuffer.go) are
+// charged to the budget, together within its reserve (an eighth), never
+// while a request waits, and given back; without a budget they always fit.
+func TestRequestMemoryReadBuffers(t *testing.T) {
+	const mib = 1 << 20
+	m := newRequestMemory(16 * mib) // reserve 2 MiB
+	if !m.reserveRead(mib) || !m.reserveRead(mib) {
+		t.Fatal("two 1 MiB read buffers refused within a 2 MiB reserve")
+	}
+	if m.reserveRead(mib) {
+		t.Fatal("a third 1 MiB read buffer admitted past the 2 MiB reserve")
+	}
+	if inUse, _, _, _ := m.stats(); inUse != 2*mib {
+		t.Fatalf("in use %d, want %d", inUse, 2*mib)
+	}
+	m.releaseRead(mib)
+	// 1 MiB held: a 15.5 MiB request does not fit and waits, and a read
+	// buffer that would fit the reserve and the budget may not pass it.
+	stop := make(chan struct{})
+	defer close(stop)
+	got := make(chan error, 1)
+	go func() {
+		b, err := m.get(15*mib+mib/2, stop, 0)
+		if err == nil {
+			m.put(b, len(b))
+		}
+		got <- err
+	}()
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		if _, _, _, waiting := m.stats(); waiting == 1 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the 15.5 MiB request is not waiting after 10 s")
+		}
+	}
+	if m.reserveRead(mib) {
+		t.Fatal("a read buffer admitted while a large request waits")
+	}
+	m.releaseRead(mib) // the 15.5 MiB request fits now
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if inUse, _, _, _ := m.stats(); inUse != 0 {
+		t.Fatalf("in use %d after everything was given back, want 0", inUse)
+	}
+	if none := newRequestMemory(-1); !none.reserveRead(mib) {
+		t.Fatal("without a budget a read buffer was refused")
+	}
+}

@@ -2,9 +2,9 @@ package producer
 
 import (
 	"net"
-	"syscall"
 	"testing"
 
+	"github.com/kafkarepro/kafkarepro/internal/sockopt"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
@@ -12,18 +12,14 @@ import (
 // algorithm is off.
 func noDelay(t *testing.T, c net.Conn) int {
 	t.Helper()
-	rc, err := c.(*net.TCPConn).SyscallConn()
+	on, err := sockopt.NoDelay(c.(*net.TCPConn))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v int
-	var gerr error
-	if err := rc.Control(func(fd uintptr) {
-		v, gerr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_NODELAY)
-	}); err != nil || gerr != nil {
-		t.Fatal(err, gerr)
+	if on {
+		return 1
 	}
-	return v
+	return 0
 }
 
 // Config.NagleDisable: a connection that carries only unanswered produces
