@@ -17,6 +17,7 @@ import (
 // DecodeXxx functions use.
 type Decoder struct {
 	topics   map[string]string
+	last     string // the topic returned last, checked before the map
 	fetches  []FetchRequest
 	produces []ProduceRequest
 }
@@ -36,7 +37,11 @@ func (d *Decoder) topic(b []byte) string {
 	if d == nil {
 		return string(b)
 	}
+	if string(b) == d.last { // a producer's requests name one topic over and over: no hash
+		return d.last
+	}
 	if s, ok := d.topics[string(b)]; ok { // no allocation: the compiler special-cases m[string(b)]
+		d.last = s
 		return s
 	}
 	s := string(b)
@@ -45,6 +50,7 @@ func (d *Decoder) topic(b []byte) string {
 	}
 	if len(d.topics) < maxInterned {
 		d.topics[s] = s
+		d.last = s
 	}
 	return s
 }

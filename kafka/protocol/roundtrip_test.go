@@ -255,3 +255,75 @@ func TestNoAllocs(t *testing.T) {
 
 // noDecoder decodes without a Decoder's memory, as DecodeRequest does.
 var noDecoder *Decoder
+
+// TestDecoderTopics: a Decoder names each request's own topic whatever it
+// named last (the one-entry check in front of the intern table), and
+// alternating between interned topics allocates nothing.
+func TestDecoderTopics(t *testing.T) {
+	var d Decoder
+	bodies := map[string][]byte{}
+	for _, topic := range []string{"a", "b", "", "ab"} {
+		bodies[topic] = ProduceRequest{Topic: topic, Partition: 1, Messages: []byte{9}}.AppendTo(nil)[6:]
+	}
+	for _, topic := range []string{"a", "a", "b", "a", "", "ab", "a", "", "b", "b", "ab"} {
+		p, err := d.Produce(bodies[topic])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Topic != topic {
+			t.Fatalf("decoded topic %q, want %q", p.Topic, topic)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		for _, topic := range []string{"a", "b", "ab"} {
+			if _, err := d.Produce(bodies[topic]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}); n != 0 {
+		t.Errorf("Decoder.Produce alternating topics: %v allocs", n)
+	}
+}
+
+// TestProduceFastPath: Decoder.Produce's one-pass read of a well-formed
+// body and the reader it falls back to accept the same bodies and read the
+// same request from them: every truncation of a few bodies, and every
+// value of each of their first 16 bytes and last 4.
+func TestProduceFastPath(t *testing.T) {
+	var bodies [][]byte
+	for _, p := range []ProduceRequest{
+		{Topic: "t", Partition: 3, Messages: bytes.Repeat([]byte{7}, 20)},
+		{Topic: "", Partition: -1, Messages: nil},
+		{Topic: "abcdefgh", Partition: 1 << 30, Messages: []byte{1, 2}},
+	} {
+		b := p.AppendTo(nil)[6:]
+		for n := 0; n <= len(b)+2; n++ {
+			bodies = append(bodies, append(b[:min(n, len(b)):min(n, len(b))], make([]byte, max(0, n-len(b)))...))
+		}
+		for i := range min(16, len(b)) {
+			for v := range 256 {
+				m := bytes.Clone(b)
+				m[i] = byte(v)
+				bodies = append(bodies, m)
+				m = bytes.Clone(b)
+				m[len(m)-1-i%4] = byte(v)
+				bodies = append(bodies, m)
+			}
+		}
+	}
+	var d, slow Decoder
+	for _, b := range bodies {
+		got, err := d.Produce(b)
+		want, werr := slow.produceSlow(b)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("body %x: Produce error %v, the reader's %v", b, err, werr)
+		}
+		if err != nil {
+			continue
+		}
+		if got.Topic != want.Topic || got.Partition != want.Partition || !bytes.Equal(got.Messages, want.Messages) ||
+			cap(got.Messages) != len(got.Messages) {
+			t.Fatalf("body %x: Produce read %+v (cap %d), the reader %+v", b, got, cap(got.Messages), want)
+		}
+	}
+}
