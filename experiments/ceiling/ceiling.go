@@ -149,8 +149,8 @@ func Run(ctx context.Context, probe string, cfg Config) (Result, error) {
 // headerSize is a magic-0 message's header: 4-byte length, magic, CRC.
 const headerSize = 9
 
-// appendMessage appends one magic-0 message holding payload.
-func appendMessage(dst, payload []byte) []byte {
+// AppendMessage appends one magic-0 message holding payload.
+func AppendMessage(dst, payload []byte) []byte {
 	n := uint32(1 + 4 + len(payload))
 	crc := crc32.ChecksumIEEE(payload)
 	dst = append(dst, byte(n>>24), byte(n>>16), byte(n>>8), byte(n), 0,

@@ -16,7 +16,7 @@ import (
 // The probes write the messages our message package writes (magic 0).
 func TestAppendMessageIsMagicZero(t *testing.T) {
 	p := compare.Payload(200)
-	if got, want := appendMessage(nil, p), message.AppendV0(nil, p); !bytes.Equal(got, want) {
+	if got, want := AppendMessage(nil, p), message.AppendV0(nil, p); !bytes.Equal(got, want) {
 		t.Fatalf("probe message % x\nwant           % x", got[:12], want[:12])
 	}
 }
@@ -27,7 +27,7 @@ func TestCheck(t *testing.T) {
 	p := compare.Payload(200)
 	var set []byte
 	for range 100 {
-		set = appendMessage(set, p)
+		set = AppendMessage(set, p)
 	}
 	for _, readSize := range []int{1, 100, 209, 1000, 1 << 20} {
 		clk := newClock(100)
@@ -100,7 +100,7 @@ func TestWakeAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := wakeAt(c, WriteSize); err != nil {
+	if err := WakeAt(c, WriteSize); err != nil {
 		t.Fatal(err)
 	}
 	rc, _ := c.(*net.TCPConn).SyscallConn()

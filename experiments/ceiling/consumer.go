@@ -40,7 +40,7 @@ func writeSetFile(path string, n int64, size int) error {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	p := compare.Payload(size)
-	msg := appendMessage(nil, p)
+	msg := AppendMessage(nil, p)
 	for range n {
 		if _, err := w.Write(msg); err != nil {
 			break

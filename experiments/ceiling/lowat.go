@@ -5,11 +5,11 @@ import (
 	"syscall"
 )
 
-// wakeAt asks the kernel to wake the reader of c only once n bytes are
+// WakeAt asks the kernel to wake the reader of c only once n bytes are
 // queued (SO_RCVLOWAT; also at the sender's close): a reader that keeps up
 // with one-message writes is otherwise woken, and its sender's write(2)
 // made to wake it, for every 209-byte message.
-func wakeAt(c net.Conn, n int) error {
+func WakeAt(c net.Conn, n int) error {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return nil

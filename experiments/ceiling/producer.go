@@ -41,7 +41,7 @@ func runProducer(ctx context.Context, cfg Config, batch int) (Result, error) {
 		// write: a wake-up per request is work a reader can avoid (and
 		// what makes a reader that keeps up slow its sender, see
 		// docs/PERFORMANCE.md), so the ceiling does without it.
-		if err := wakeAt(c, WriteSize); err != nil {
+		if err := WakeAt(c, WriteSize); err != nil {
 			return fmt.Errorf("SO_RCVLOWAT %d: %w", WriteSize, err)
 		}
 		clk = newClock(cfg.Messages)

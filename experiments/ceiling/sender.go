@@ -141,7 +141,7 @@ func sendSets(c *net.TCPConn, j sendJob) error {
 	for left := j.messages; left > 0; left -= int64(j.batch) {
 		buf = buf[:0]
 		for range min(left, int64(j.batch)) {
-			buf = appendMessage(buf, p)
+			buf = AppendMessage(buf, p)
 		}
 		if _, err := c.Write(buf); err != nil {
 			return err

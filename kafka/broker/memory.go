@@ -200,13 +200,21 @@ func (m *requestMemory) admitLocked(w *memWaiter) bool {
 		return false
 	}
 	m.charge(w, int64(w.n))
+	w.gc = m.dropFreeLocked()
+	return true
+}
+
+// dropFreeLocked drops free buffers, oldest first, until what is in use
+// plus what is kept fits the budget, and reports whether it dropped any.
+func (m *requestMemory) dropFreeLocked() bool {
+	dropped := false
 	for len(m.free) > 0 && m.inUse+m.freeBytes > m.budget {
 		m.freeBytes -= int64(cap(m.free[0].b))
 		m.free[0] = freeBuffer{}
 		m.free = m.free[1:]
-		w.gc = true
+		dropped = true
 	}
-	return true
+	return dropped
 }
 
 // charge counts cost bytes handed to w.
@@ -221,7 +229,7 @@ func (m *requestMemory) charge(w *memWaiter, cost int64) {
 // reserveRead charges n bytes of a connection's grown read buffer
 // (readbuffer.go) if they fit now: the grown buffers together within the
 // reserve, the whole within the budget, and no request waiting. Free
-// buffers are dropped as admitLocked drops them. Without a budget it always
+// buffers are dropped as for a request (dropFreeLocked). Without a budget it always
 // does, as 0.7 bounded nothing.
 func (m *requestMemory) reserveRead(n int) bool {
 	if m.budget <= 0 {
@@ -236,11 +244,7 @@ func (m *requestMemory) reserveRead(n int) bool {
 	m.inUse += int64(n)
 	m.reads += int64(n)
 	m.peak = max(m.peak, m.inUse)
-	for len(m.free) > 0 && m.inUse+m.freeBytes > m.budget {
-		m.freeBytes -= int64(cap(m.free[0].b))
-		m.free[0] = freeBuffer{}
-		m.free = m.free[1:]
-	}
+	m.dropFreeLocked()
 	return true
 }
 

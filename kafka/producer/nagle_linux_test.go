@@ -8,18 +8,15 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
-// noDelay reads TCP_NODELAY off a producer's connection: 1 when Nagle's
+// noDelay reads TCP_NODELAY off a producer's connection: true when Nagle's
 // algorithm is off.
-func noDelay(t *testing.T, c net.Conn) int {
+func noDelay(t *testing.T, c net.Conn) bool {
 	t.Helper()
 	on, err := sockopt.NoDelay(c.(*net.TCPConn))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if on {
-		return 1
-	}
-	return 0
+	return on
 }
 
 // Config.NagleDisable: a connection that carries only unanswered produces
@@ -28,11 +25,11 @@ func noDelay(t *testing.T, c net.Conn) int {
 func TestNagleIsOnOnlyWhereNothingIsAnswered(t *testing.T) {
 	for _, tc := range []struct {
 		props       map[string]string
-		wantNoDelay int
+		wantNoDelay bool
 	}{
-		{nil, 0},
-		{map[string]string{"socket.nagle.disable": "false"}, 0},
-		{map[string]string{"socket.nagle.disable": "true"}, 1},
+		{nil, false},
+		{map[string]string{"socket.nagle.disable": "false"}, false},
+		{map[string]string{"socket.nagle.disable": "true"}, true},
 	} {
 		cfg := DefaultConfig()
 		cfg.BrokerList = brokerList(0, fakeBroker(t, nil))
@@ -49,7 +46,7 @@ func TestNagleIsOnOnlyWhereNothingIsAnswered(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := noDelay(t, p.pool.conns[0].conn); got != tc.wantNoDelay {
-			t.Errorf("acks 0 with %v: TCP_NODELAY %d, want %d", tc.props, got, tc.wantNoDelay)
+			t.Errorf("acks 0 with %v: TCP_NODELAY %v, want %v", tc.props, got, tc.wantNoDelay)
 		}
 		p.Close()
 	}
@@ -71,8 +68,8 @@ func TestNagleIsOnOnlyWhereNothingIsAnswered(t *testing.T) {
 		t.Fatal("acks 1: no leader connection")
 	}
 	for _, c := range conns {
-		if got := noDelay(t, c.conn); got != 1 {
-			t.Errorf("acks 1 to %s: TCP_NODELAY %d, want 1 (answers are waited for)", c.broker.Addr(), got)
+		if !noDelay(t, c.conn) {
+			t.Errorf("acks 1 to %s: TCP_NODELAY off, want on (answers are waited for)", c.broker.Addr())
 		}
 	}
 }
