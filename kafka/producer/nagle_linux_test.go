@@ -45,7 +45,7 @@ func TestNagleIsOnOnlyWhereNothingIsAnswered(t *testing.T) {
 		if err := p.Send("clicks", 0, []byte("a")); err != nil {
 			t.Fatal(err)
 		}
-		if got := noDelay(t, p.pool.conns[0].conn); got != tc.wantNoDelay {
+		if got := noDelay(t, (*p.pool.conns.Load())[0].conn); got != tc.wantNoDelay {
 			t.Errorf("acks 0 with %v: TCP_NODELAY %v, want %v", tc.props, got, tc.wantNoDelay)
 		}
 		p.Close()

@@ -41,8 +41,7 @@ type SyncProducer struct {
 	partitioner Partitioner
 	pool        *pool
 
-	topicMu   sync.Mutex
-	lastTopic string // the last topic name that passed validation
+	topics topicCache // names that passed validation (topics.go)
 
 	meta    *metadataCache // nil in 0.7's exact mode (replicated.go)
 	leaders *leaderConns   // connections to leaders found by metadata
@@ -209,6 +208,9 @@ func (p *SyncProducer) pick(topic string, partition int32, key []byte) (Partitio
 		}
 		return Partition{}, fmt.Errorf("producer: topic %q partition %d: %w", topic, partition, ErrUnknownPartition)
 	}
+	if len(parts) == 1 {
+		return parts[0], nil // the only answer a Partitioner may give
+	}
 	return parts[p.partitioner.Partition(key, len(parts))], nil
 }
 
@@ -294,23 +296,8 @@ func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []by
 }
 
 // checkTopic refuses a name the broker would refuse: without a response,
-// a refused request would otherwise vanish silently. The last good name is
-// remembered so a steady stream of sends checks it once.
-func (p *SyncProducer) checkTopic(topic string) error {
-	p.topicMu.Lock()
-	ok := topic == p.lastTopic && topic != ""
-	p.topicMu.Unlock()
-	if ok {
-		return nil
-	}
-	if err := ValidateTopic(topic); err != nil {
-		return err
-	}
-	p.topicMu.Lock()
-	p.lastTopic = topic
-	p.topicMu.Unlock()
-	return nil
-}
+// a refused request would otherwise vanish silently (topics.go).
+func (p *SyncProducer) checkTopic(topic string) error { return p.topics.check(topic) }
 
 // ValidateTopic applies the broker's rule for topic names (package topic),
 // so a name the broker would refuse fails here, where the caller sees it.
@@ -319,53 +306,6 @@ func ValidateTopic(name string) error {
 		return fmt.Errorf("producer: %w", err)
 	}
 	return nil
-}
-
-// pool holds one connection per broker id.
-type pool struct {
-	cfg    Config
-	mu     sync.RWMutex
-	conns  map[int]*brokerConn
-	closed bool
-}
-
-func newPool(cfg Config) *pool { return &pool{cfg: cfg, conns: map[int]*brokerConn{}} }
-
-func (p *pool) get(id int, disc Discovery) (*brokerConn, error) {
-	p.mu.RLock()
-	c, ok := p.conns[id]
-	closed := p.closed
-	p.mu.RUnlock()
-	if ok {
-		return c, nil
-	}
-	if closed {
-		return nil, ErrClosed
-	}
-	b, found := disc.Broker(id)
-	if !found {
-		return nil, fmt.Errorf("producer: broker id %d: %w", id, ErrNoBrokers)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c, ok := p.conns[id]; ok {
-		return c, nil
-	}
-	c = &brokerConn{broker: b, cfg: &p.cfg, unanswered: true}
-	p.conns[id] = c
-	return c, nil
-}
-
-func (p *pool) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	for id, c := range p.conns {
-		c.mu.Lock()
-		c.closeLocked()
-		c.mu.Unlock()
-		delete(p.conns, id)
-	}
 }
 
 // brokerConn is one broker's connection and its reused request buffer.
@@ -379,6 +319,7 @@ type brokerConn struct {
 	// (the pool's), so Nagle's algorithm stays on (Config.NagleDisable).
 	unanswered bool
 	scratch    []byte // the uncompressed set of a compressed batch
+	closed     bool   // the pool was closed: no more dials (pool.go)
 
 	// Answers to ACKED_PRODUCE (replicated.go).
 	r        *bufio.Reader
@@ -392,6 +333,9 @@ type brokerConn struct {
 // connection and is retried once on a fresh one (the broker discards a
 // request cut short by a closed connection, so nothing is applied twice).
 func (c *brokerConn) writeLocked() error {
+	if c.closed {
+		return fmt.Errorf("producer: send %d bytes to broker %d: %w", len(c.buf), c.broker.ID, ErrClosed)
+	}
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		if c.conn == nil {
