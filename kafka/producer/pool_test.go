@@ -5,7 +5,10 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 	"github.com/kafkarepro/kafkarepro/kafka/topic"
 )
 
@@ -87,5 +90,37 @@ func TestTopicCache(t *testing.T) {
 	}
 	if err := tc.check("a b"); !errors.Is(err, topic.ErrInvalid) {
 		t.Errorf("with the cache full, check(%q) = %v, want ErrInvalid", "a b", err)
+	}
+}
+
+// The pool's two lookups, the connection added last and the map, must each
+// give a send the connection of the broker it names: sends that alternate
+// between two brokers reach each broker in their own order.
+func TestPoolKeepsEachBrokersConnection(t *testing.T) {
+	reqs := []chan protocol.Request{make(chan protocol.Request, 16), make(chan protocol.Request, 16)}
+	list := brokerList(0, fakeBroker(t, reqs[0])) + "," + brokerList(1, fakeBroker(t, reqs[1]))
+	p := newTestProducer(t, list)
+	defer p.Close()
+	for i := range 6 {
+		if err := p.SendTo(i%2, "clicks", 0, []byte{byte('a' + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for b, want := range []string{"ace", "bdf"} {
+		var got []byte
+		for range 3 {
+			select {
+			case r := <-reqs[b]:
+				it := message.NewIterator(r.(protocol.ProduceRequest).Messages, 0)
+				for it.Next() {
+					got = append(got, it.Message().Payload()...)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("broker %d got %q, then nothing", b, got)
+			}
+		}
+		if string(got) != want {
+			t.Errorf("broker %d got %q, want %q", b, got, want)
+		}
 	}
 }

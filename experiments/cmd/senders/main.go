@@ -3,14 +3,17 @@
 // does nothing but read (docs/PERFORMANCE.md, "The producer probes' sender").
 //
 //	senders -mode read [-addr A] [-lowat 65536] [-rsize 1048576]
-//	senders -mode probe|ours [-addr A] [-n 4000000]
+//	senders -mode probe|probereq|ours [-addr A] [-n 4000000]
 //
 // read listens on -addr, sets SO_RCVBUF 4 MiB (experiments/ceiling's
 // SocketBuffer) and SO_RCVLOWAT -lowat on each connection it accepts, reads it
 // -rsize bytes at a time into a buffer it discards, and prints its reads and
 // bytes per read when the sender hangs up. probe sends -n magic-0 messages of
 // 200 bytes, one write(2) each with Nagle's algorithm on, built as the
-// ceiling probe builds them (ceiling.AppendMessage); ours sends them with
+// ceiling probe builds them (ceiling.AppendMessage); probereq sends the
+// probe's message inside the PRODUCE request our producer sends
+// (protocol.AppendProduceHeader), 23 bytes more a message, so that what the
+// request's framing costs can be told from the rest of ours; ours sends them with
 // producer.SyncProducer.Send, one message a call, magic 0, as producer-perf
 // does. A sender prints its rate and its own CPU time (getrusage) per message.
 package main
@@ -26,6 +29,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/experiments/ceiling"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
+	"github.com/kafkarepro/kafkarepro/kafka/protocol"
 )
 
 func main() {
@@ -36,7 +40,7 @@ func main() {
 }
 
 func run() error {
-	mode := flag.String("mode", "read", "read, probe or ours")
+	mode := flag.String("mode", "read", "read, probe, probereq or ours")
 	addr := flag.String("addr", "127.0.0.1:19999", "the reader's address")
 	n := flag.Int("n", 4_000_000, "messages a sender sends")
 	lowat := flag.Int("lowat", ceiling.WriteSize, "the reader's SO_RCVLOWAT")
@@ -46,7 +50,7 @@ func run() error {
 	switch *mode {
 	case "read":
 		return read(*addr, *lowat, *rsize)
-	case "probe":
+	case "probe", "probereq":
 		c, err := net.Dial("tcp", *addr)
 		if err != nil {
 			return err
@@ -56,6 +60,13 @@ func run() error {
 			return err
 		}
 		buf := make([]byte, 0, 512)
+		if *mode == "probereq" {
+			return timed("probereq", *n, func() error {
+				b, f := protocol.AppendProduceHeader(buf[:0], "senders", -1)
+				_, err := c.Write(f.Finish(ceiling.AppendMessage(b, payload)))
+				return err
+			})
+		}
 		return timed("probe", *n, func() error {
 			_, err := c.Write(ceiling.AppendMessage(buf[:0], payload))
 			return err
@@ -74,7 +85,7 @@ func run() error {
 		}
 		return timed("ours", *n, func() error { return p.Send("senders", -1, payload) })
 	}
-	return fmt.Errorf("-mode %q: want read, probe or ours", *mode)
+	return fmt.Errorf("-mode %q: want read, probe, probereq or ours", *mode)
 }
 
 // timed calls send n times and prints the rate and this process's CPU per
