@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/experiments/measure"
 )
 
@@ -188,14 +189,22 @@ func (cfg Config) testContext(ctx context.Context) (context.Context, context.Can
 	return context.WithCancel(ctx)
 }
 
+// activityEvery is how often a producer test samples the machine's
+// activity: 50 ms, so that even a 1 s test has five samples a tenth.
+const activityEvery = 50 * time.Millisecond
+
 func runProducer(ctx context.Context, cfg Config, sys compare.System, name, topic string, batch int) measure.Result {
 	var sent atomic.Int64
 	spec := compare.ProduceSpec{Topic: topic, Messages: cfg.Messages, MessageSize: cfg.MessageSize, Batch: batch, Sent: &sent}
 	label := fmt.Sprintf("%s producer (batch %d)", name, batch)
 	tr := measure.Result{System: name, Test: "producer", Batch: batch}
+	// What the machine did meanwhile, tenth by tenth, so that a tenth whose
+	// rate falls can be told ours or the machine's (REPORT.md).
+	act := machine.StartActivity(activityEvery)
 	runTest(ctx, cfg, label, &sent, &tr, func(ctx context.Context) (compare.Result, error) {
 		return sys.Produce(ctx, spec)
 	})
+	tr.Machine = machine.Tenths(act.Stop())
 	return tr
 }
 

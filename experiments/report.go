@@ -75,6 +75,7 @@ func WriteReport(path string, s *Summary, fig *paper.Figures) error {
 				ratioText(t.MsgPerS, pv.v), figure.Commas(t.SendMsgPerS), t.Seconds, figure.OneLine(t.Error))
 		}
 	}
+	writeMachineActivity(w, s)
 	w("\n## Storage (after each producer test)\n\n")
 	w("| system | batch | messages | bytes on disk | bytes/message | overhead bytes/message | paper overhead |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Systems {

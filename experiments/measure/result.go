@@ -6,7 +6,11 @@
 // all measure with it.
 package measure
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kafkarepro/kafkarepro/experiments/machine"
+)
 
 // Result is one producer or consumer test.
 type Result struct {
@@ -28,6 +32,9 @@ type Result struct {
 	// ServerIO is what the server processes wrote during the test (set
 	// for the consumer test; see ServerIO).
 	ServerIO *ServerIO `json:"server_io,omitempty"`
+	// Machine is what the whole machine did in each tenth of the test's
+	// time (set for the producer tests; see machine.Tenths).
+	Machine []machine.ActivityTenth `json:"machine_tenths,omitempty"`
 }
 
 // OK reports whether the test completed without error.
