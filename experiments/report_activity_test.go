@@ -74,3 +74,33 @@ func TestMachineActivityTable(t *testing.T) {
 		t.Errorf("no samples anywhere, yet: %q", b.String())
 	}
 }
+
+// Each row's rate is the test's own in that tenth, not since the start: a
+// series at 50,000 msg/s for 0.5 s and 10,000 after gives 10,000 in the last
+// tenth (from the start it would be 30,000).
+func TestMachineActivityTableRates(t *testing.T) {
+	var series []measure.Point
+	mb := 0.0
+	for i := 1; i <= 10; i++ {
+		if i <= 5 {
+			mb += 1
+		} else {
+			mb += 0.2
+		}
+		series = append(series, measure.Point{Seconds: float64(i) / 10, MB: mb})
+	}
+	tenths := make([]machine.ActivityTenth, 10)
+	for i := range tenths {
+		tenths[i] = machine.ActivityTenth{End: float64(i+1) / 10}
+	}
+	s := &Summary{MessageSize: 200, Systems: []SystemReport{
+		{Name: "kafka", Producer: []measure.Result{{System: "kafka", Batch: 1, MsgPerS: 3e4, Series: series, Machine: tenths}}},
+	}}
+	var b strings.Builder
+	writeMachineActivity(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, s)
+	for _, want := range []string{"| 1 | 0.10 | 50,000 |", "| 5 | 0.50 | 50,000 |", "| 6 | 0.60 | 10,000 |", "| 10 | 1.00 | 10,000 |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -128,18 +127,14 @@ type ActivityTenth struct {
 // after its start to the one at or after its end). Fewer than 11 samples
 // give nil: a tenth would not have one of its own.
 func Tenths(s []ActivitySample) []ActivityTenth {
-	if len(s) < 11 {
+	ends := TenthEnds(len(s), func(i int) time.Time { return s[i].At })
+	if ends == nil {
 		return nil
 	}
 	first := s[0]
-	span := s[len(s)-1].At.Sub(first.At)
 	out := make([]ActivityTenth, 0, 10)
-	prev, j := first, 0
-	for i := 1; i <= 10; i++ {
-		end := first.At.Add(span * time.Duration(i) / 10)
-		for j < len(s)-1 && s[j].At.Before(end) {
-			j++
-		}
+	prev := first
+	for _, j := range ends {
 		cur := s[j]
 		var d [cpuFields]int64
 		var total int64
@@ -171,48 +166,8 @@ func Tenths(s []ActivitySample) []ActivityTenth {
 	return out
 }
 
-// ActivitySampler reads the counters every interval in its own goroutine.
-type ActivitySampler struct {
-	stop    chan struct{}
-	done    chan struct{}
-	mu      sync.Mutex
-	samples []ActivitySample
-}
-
-// StartActivity takes a sample now and then every interval until Stop.
-func StartActivity(every time.Duration) *ActivitySampler {
-	a := &ActivitySampler{stop: make(chan struct{}), done: make(chan struct{})}
-	a.take()
-	go func() {
-		defer close(a.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-a.stop:
-				a.take()
-				return
-			case <-t.C:
-				a.take()
-			}
-		}
-	}()
-	return a
-}
-
-func (a *ActivitySampler) take() {
-	if s, ok := ReadActivity(); ok {
-		a.mu.Lock()
-		a.samples = append(a.samples, s)
-		a.mu.Unlock()
-	}
-}
-
-// Stop takes a last sample and returns them all.
-func (a *ActivitySampler) Stop() []ActivitySample {
-	close(a.stop)
-	<-a.done
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.samples
+// StartActivity samples the machine now and then every interval until the
+// sampler's Stop.
+func StartActivity(every time.Duration) *Periodic[ActivitySample] {
+	return StartPeriodic(every, ReadActivity)
 }

@@ -55,17 +55,14 @@ func (p *pool) get(id int, disc Discovery) (*brokerConn, error) {
 	return c, nil
 }
 
-// close closes every connection; a send that found one before close marked
-// it gets ErrClosed from it (brokerConn.writeLocked) rather than a new dial.
+// close closes every connection for good; a send that found one before close
+// gets ErrClosed from it rather than a new dial (brokerConn.shut).
 func (p *pool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
 	for _, c := range *p.conns.Load() {
-		c.mu.Lock()
-		c.closed = true
-		c.closeLocked()
-		c.mu.Unlock()
+		c.shut()
 	}
 	p.conns.Store(&map[int]*brokerConn{})
 	p.last.Store(nil)

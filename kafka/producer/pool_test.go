@@ -2,8 +2,9 @@ package producer
 
 import (
 	"errors"
+	"io"
 	"net"
-	"sync/atomic"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,20 +13,57 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/topic"
 )
 
+// countAccepts listens on loopback, discarding what each connection sends,
+// and returns its address and a function that tells how many connections it
+// had accepted before that function was called: it dials one more itself
+// and waits until the accept loop reaches it, and accepts come in the order
+// the connections were made, so every connection made before the call is
+// counted, however late the loop got to it.
+func countAccepts(t *testing.T) (string, func() int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	remotes := make(chan string, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			remotes <- c.RemoteAddr().String()
+			go func() {
+				defer c.Close()
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() int {
+		m, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		for n := 0; ; n++ {
+			select {
+			case r := <-remotes:
+				if r == m.LocalAddr().String() {
+					return n
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the marker connection was not accepted after %d others", n)
+			}
+		}
+	}
+}
+
 // A send that found its connection just before Close (two goroutines, one
 // sending, one closing) must not dial the broker again afterwards: the pool
 // marks every connection closed, and its write then fails with ErrClosed.
 func TestSendAfterCloseDoesNotRedial(t *testing.T) {
-	var accepted atomic.Int64
-	addr := listen(t, "127.0.0.1:0", func(c net.Conn) {
-		accepted.Add(1)
-		buf := make([]byte, 4096)
-		for {
-			if _, err := c.Read(buf); err != nil {
-				return
-			}
-		}
-	})
+	addr, acceptedBefore := countAccepts(t)
 	p := newTestProducer(t, brokerList(0, addr))
 	if err := p.Send("clicks", -1, []byte("a")); err != nil {
 		t.Fatal(err)
@@ -51,8 +89,45 @@ func TestSendAfterCloseDoesNotRedial(t *testing.T) {
 	if err := p.Send("clicks", -1, []byte("b")); !errors.Is(err, ErrClosed) {
 		t.Errorf("Send after Close: %v, want ErrClosed", err)
 	}
-	if n := accepted.Load(); n != 1 {
+	if n := acceptedBefore(); n != 1 {
 		t.Errorf("the broker accepted %d connections, want the first one only", n)
+	}
+}
+
+// The leaders' connections (replicated topics) close for good the same way:
+// a write on one found before Close fails with ErrClosed, with no new dial,
+// whether it would retry (writeLocked) or not (writeOnceLocked).
+func TestLeaderConnAfterCloseDoesNotRedial(t *testing.T) {
+	addr, acceptedBefore := countAccepts(t)
+	host, port, _ := net.SplitHostPort(addr)
+	portN, _ := strconv.Atoi(port)
+	cfg := DefaultConfig()
+	lc := &leaderConns{cfg: &cfg}
+	c, err := lc.get(Broker{ID: 1, Host: host, Port: portN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.buf = append(c.buf[:0], 0, 0, 0, 0)
+	if err := c.writeLocked(); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Unlock()
+	lc.close()
+	for name, write := range map[string]func() error{"writeLocked": c.writeLocked, "writeOnceLocked": c.writeOnceLocked} {
+		c.mu.Lock()
+		err := write()
+		redialed := c.conn != nil
+		c.mu.Unlock()
+		if !errors.Is(err, ErrClosed) || redialed {
+			t.Errorf("%s after close: %v (a new connection: %v), want ErrClosed and none", name, err, redialed)
+		}
+	}
+	if _, err := lc.get(Broker{ID: 1, Host: host, Port: portN}); !errors.Is(err, ErrClosed) {
+		t.Errorf("get after close: %v, want ErrClosed", err)
+	}
+	if n := acceptedBefore(); n != 1 {
+		t.Errorf("the leader accepted %d connections, want the first one only", n)
 	}
 }
 

@@ -162,9 +162,7 @@ func (lc *leaderConns) close() {
 	defer lc.mu.Unlock()
 	lc.closed = true
 	for _, c := range lc.conns {
-		c.mu.Lock()
-		c.closeLocked()
-		c.mu.Unlock()
+		c.shut()
 	}
 }
 

@@ -319,7 +319,7 @@ type brokerConn struct {
 	// (the pool's), so Nagle's algorithm stays on (Config.NagleDisable).
 	unanswered bool
 	scratch    []byte // the uncompressed set of a compressed batch
-	closed     bool   // the pool was closed: no more dials (pool.go)
+	closed     bool   // its producer was closed: no more dials (shut)
 
 	// Answers to ACKED_PRODUCE (replicated.go).
 	r        *bufio.Reader
@@ -333,13 +333,12 @@ type brokerConn struct {
 // connection and is retried once on a fresh one (the broker discards a
 // request cut short by a closed connection, so nothing is applied twice).
 func (c *brokerConn) writeLocked() error {
-	if c.closed {
-		return fmt.Errorf("producer: send %d bytes to broker %d: %w", len(c.buf), c.broker.ID, ErrClosed)
-	}
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		if c.conn == nil {
-			if err = c.dialLocked(); err != nil {
+			if err = c.dialLocked(); errors.Is(err, ErrClosed) {
+				break
+			} else if err != nil {
 				continue
 			}
 		}
@@ -351,7 +350,13 @@ func (c *brokerConn) writeLocked() error {
 	return fmt.Errorf("producer: send %d bytes to broker %d (%s): %w", len(c.buf), c.broker.ID, c.broker.Addr(), err)
 }
 
+// dialLocked opens the connection, unless its holder was closed (shut): a
+// send that found the connection just before Close then gets ErrClosed
+// instead of a connection nobody will close.
 func (c *brokerConn) dialLocked() error {
+	if c.closed {
+		return ErrClosed
+	}
 	timeout := c.cfg.ConnectTimeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
@@ -371,6 +376,14 @@ func (c *brokerConn) dialLocked() error {
 	}
 	c.conn = conn
 	return nil
+}
+
+// shut closes the connection for good, as its producer closes.
+func (c *brokerConn) shut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	c.closeLocked()
 }
 
 func (c *brokerConn) closeLocked() {

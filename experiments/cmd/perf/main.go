@@ -397,47 +397,28 @@ type brokerSample struct {
 // 50 ms until the returned function is called, which returns the samples
 // (the first taken at once).
 func sampleBroker(pid, tool int) func() []brokerSample {
-	var samples []brokerSample
-	take := func() {
+	var last brokerSample // the tool's counters once it has exited
+	read := func() (brokerSample, bool) {
 		run, wait, ok := schedstat.Read(strconv.Itoa(pid))
 		io, err := localsvc.ProcessIO(pid)
-		if ok && err == nil {
-			s := brokerSample{at: time.Now(), run: run, wait: wait, writeBytes: io.WriteBytes}
-			if c, err := syscalls(pid); err == nil {
-				s.reads, s.readBytes, s.haveSys = c["syscr"], c["rchar"], true
-			}
-			if c, err := syscalls(tool); err == nil {
-				s.toolWrites = c["syscw"]
-				s.toolRun, _, s.haveTool = schedstat.Read(strconv.Itoa(tool))
-			} else if n := len(samples); n > 0 {
-				// The tool has exited (the last sample): what it did last.
-				p := samples[n-1]
-				s.toolWrites, s.toolRun, s.haveTool = p.toolWrites, p.toolRun, p.haveTool
-			}
-			samples = append(samples, s)
+		if !ok || err != nil {
+			return brokerSample{}, false
 		}
-	}
-	take()
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				take()
-				return
-			case <-t.C:
-				take()
-			}
+		s := brokerSample{at: time.Now(), run: run, wait: wait, writeBytes: io.WriteBytes}
+		if c, err := syscalls(pid); err == nil {
+			s.reads, s.readBytes, s.haveSys = c["syscr"], c["rchar"], true
 		}
-	}()
-	return func() []brokerSample {
-		close(stop)
-		<-done
-		return samples
+		if c, err := syscalls(tool); err == nil {
+			s.toolWrites = c["syscw"]
+			s.toolRun, _, s.haveTool = schedstat.Read(strconv.Itoa(tool))
+		} else {
+			// The tool has exited (the last sample): what it did last.
+			s.toolWrites, s.toolRun, s.haveTool = last.toolWrites, last.toolRun, last.haveTool
+		}
+		last = s
+		return s, true
 	}
+	return machine.StartPeriodic(50*time.Millisecond, read).Stop
 }
 
 // printTenths prints the broker's work in each tenth of a run's time: CPU
@@ -458,15 +439,10 @@ func printTenths(w io.Writer, name string, s []brokerSample) {
 	fmt.Fprintf(w, "broker per tenth of %s's time (every 50 ms: Linux schedstat, /proc/<pid>/io):\n", name)
 	fmt.Fprintf(w, "%6s %8s %8s %10s %10s %12s %10s %10s %12s %10s\n", "tenth", "ends s", "cpu s", "cpuwait s", "write MB", "MB / cpu s",
 		"reads", "B / read", "tool writes", "tool cpu s")
-	first, last := s[0], s[len(s)-1]
-	span := last.at.Sub(first.at)
+	first := s[0]
 	prev := first
-	j := 0
-	for i := 1; i <= 10; i++ {
-		end := first.at.Add(span * time.Duration(i) / 10)
-		for j < len(s)-1 && s[j].at.Before(end) {
-			j++
-		}
+	for k, j := range machine.TenthEnds(len(s), func(i int) time.Time { return s[i].at }) {
+		i := k + 1
 		cur := s[j]
 		cpu, mb := (cur.run - prev.run).Seconds(), float64(cur.writeBytes-prev.writeBytes)/1e6
 		per := 0.0
