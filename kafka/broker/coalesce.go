@@ -45,7 +45,8 @@ type coalescer struct {
 	// waited (serveConn): ackNow is called before a wait only after
 	// ackNowBytes of them.
 	unacked int
-	quiet   bool // the request just served expects no answer
+	quiet   bool      // the request just served expects no answer
+	woke    time.Time // when the last sleep ended (zero before the first)
 }
 
 // sleep waits for the next request of a connection whose last request was
@@ -67,7 +68,12 @@ func (cn *conn) sleep() error {
 	}
 	start := time.Now()
 	_, err := cn.r.Peek(1)
-	s := coalesce.Sleep{Mark: mark, Slept: time.Since(start), Bytes: cn.r.Buffered()}
+	end := time.Now()
+	s := coalesce.Sleep{Mark: mark, Slept: end.Sub(start), Bytes: cn.r.Buffered()}
+	if !co.woke.IsZero() {
+		s.Awake = start.Sub(co.woke)
+	}
+	co.woke = end
 	if mark > coalesce.Off && cn.b.sleepers.remove(cn) {
 		// The ticker woke it and set the mark to one byte.
 		s.TimedOut = true
@@ -101,6 +107,7 @@ func (cn *conn) setMark(n int) error {
 type sleepers struct {
 	period time.Duration // Max/2
 	stop   <-chan struct{}
+	wake   chan struct{} // add to the idle ticker: someone sleeps
 
 	sleeps atomic.Int64 // sleeps with a mark, since the start
 	woken  atomic.Int64 // of which the ticker ended
@@ -109,19 +116,24 @@ type sleepers struct {
 	mu      sync.Mutex
 	asleep  map[*conn]int64 // the tick count when each fell asleep
 	tick    int64
-	running bool
+	running bool // the ticker ticks
+	started bool // its goroutine runs
 }
 
 func newSleepers(max time.Duration, stop <-chan struct{}) *sleepers {
-	return &sleepers{period: max / 2, stop: stop, asleep: make(map[*conn]int64)}
+	return &sleepers{period: max / 2, stop: stop, wake: make(chan struct{}, 1), asleep: make(map[*conn]int64)}
 }
 
 func (s *sleepers) add(cn *conn) {
 	s.mu.Lock()
 	s.asleep[cn] = s.tick
-	if !s.running {
-		s.running = true
+	switch {
+	case !s.started:
+		s.started, s.running = true, true
 		go s.run()
+	case !s.running:
+		s.running = true
+		s.wake <- struct{}{} // the ticker waits for it; the buffer holds it until then
 	}
 	s.mu.Unlock()
 }
@@ -137,9 +149,12 @@ func (s *sleepers) remove(cn *conn) (woken bool) {
 }
 
 // run ticks every Max/2 while anyone sleeps. A connection that fell asleep
-// at tick k is woken at tick k+2, between Max/2 and Max later; once the
-// broker stops, every sleeper is woken at once and run returns (a later
-// sleeper starts a run of its own, which wakes it at once too).
+// at tick k is woken at tick k+2, between Max/2 and Max later. When no one
+// sleeps the ticker stops and the goroutine waits for the next sleeper, so
+// a connection that coalesces in bursts starts neither a goroutine nor a
+// ticker for each. Once the broker stops, every sleeper is woken at once
+// and run returns (a later sleeper starts a run of its own, which wakes it
+// at once too).
 func (s *sleepers) run() {
 	t := time.NewTicker(s.period)
 	defer t.Stop()
@@ -158,12 +173,32 @@ func (s *sleepers) run() {
 				delete(s.asleep, cn)
 			}
 		}
-		if len(s.asleep) == 0 || stopping {
-			s.running = false
+		if stopping {
+			s.running, s.started = false, false
 			s.mu.Unlock()
 			return
 		}
+		if len(s.asleep) > 0 {
+			s.mu.Unlock()
+			continue
+		}
+		s.running = false
 		s.mu.Unlock()
+		t.Stop()
+		select {
+		case <-s.wake:
+			t.Reset(s.period)
+		case <-s.stop:
+			// Wake whoever came since (add has sent, or is about to).
+			s.mu.Lock()
+			for cn := range s.asleep {
+				cn.co.sock.set(coalesce.Off)
+				delete(s.asleep, cn)
+			}
+			s.running, s.started = false, false
+			s.mu.Unlock()
+			return
+		}
 	}
 }
 

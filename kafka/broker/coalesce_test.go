@@ -108,12 +108,16 @@ func TestCoalesceOff(t *testing.T) {
 func TestCoalescedBurstsAreReadAfterEachPause(t *testing.T) {
 	tb := startBroker(t, map[string]string{"produce.coalesce.max.us": "50000"})
 	cl := dial(t, tb.Addr())
-	// Coalescing on: paced requests until the broker has slept with a mark
-	// (on a busy machine the first ones may come too far apart to turn it on).
+	// Coalescing on: requests back to back, one write each, until the broker
+	// has slept with a mark (the rule turns it on only for a connection whose
+	// requests come at least 4,096 bytes per Gather, 655 KB/s here).
 	sent := 0
+	set := messageSet(0, 1, 200)
 	for start := time.Now(); ; {
-		paced(cl, "bursts", 500)
-		sent += 500
+		for range 2000 {
+			cl.produce("bursts", 0, set)
+		}
+		sent += 2000
 		if sleeps, _ := tb.CoalesceStats(); sleeps > 0 {
 			break
 		}

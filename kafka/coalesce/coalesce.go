@@ -29,9 +29,32 @@
 // A read that finds bytes waiting has slept ~0 and doubles the mark: the
 // reader is behind, and the next time it sleeps it can wait for more. A
 // sleep that the bound ends (the producer paused or stopped) sets the mark
-// from what came in it without the halving floor, usually off. While
-// off, a connection is watched: Enter sleeps in a row each shorter than
-// Gather/8 (requests come back to back) turn coalescing on at MinBytes.
+// from what came in it without the halving floor, usually off; then the
+// connection rests for one Window before it is watched again (below).
+//
+// While off, a connection is watched over a Window (default 4·Max): the
+// bytes its sleeps found over the time from the first sleep's start to the
+// last's end, the work between them included. When the window closes, the
+// same arithmetic turns coalescing on at rate · Gather if that reaches
+// MinBytes; otherwise a new window starts. A window several bounds long,
+// rather than a few sleeps, is what tells a producer flat out from one
+// that is paced: figure 7's sends 100,000 requests a second, and as a Go
+// program's sleeps of microseconds end on the runtime's coarser clock, it
+// sends them in bursts about a millisecond apart, back to back within a
+// burst as a producer flat out does. Over 4 ms its rate is 22.7 MB/s, a
+// sleep of Gather gathers 2,837 bytes, under MinBytes, and it stays off;
+// a window of one millisecond can hold two of its bursts.
+//
+// The rest after a sleep the bound ended is for a client with Nagle's
+// algorithm on, as ours and 0.7's are (below): while the broker sleeps
+// short of its mark, such a client sends nothing more until the kernel
+// acknowledges what came, and Linux may delay that acknowledgement until
+// the broker reads. So the client's requests pile up for the whole sleep
+// and come in one burst after it; a window that counted the burst would
+// read a rate several times the client's, turn coalescing on again, and
+// the next sleep would again end by the bound: a stall of a bound or more,
+// over and over, for a producer a tenth as fast as the one coalescing is
+// for.
 //
 // The sending side can gather too. Our producer, as 0.7's, leaves Nagle's
 // algorithm on for such a connection (producer.Config.NagleDisable): while
@@ -64,16 +87,18 @@ type Rule struct {
 	Max time.Duration
 	// Gather is the sleep the mark aims for (default Max/8).
 	Gather time.Duration
-	// MinBytes is the smallest mark worth a deadline (default 2048, about
-	// eight of the paper's 200-byte messages each in its own request):
-	// below it a connection is woken by every byte.
+	// Window is how long a connection is watched, while off, before the
+	// rule decides whether to turn coalescing on (default 4·Max).
+	Window time.Duration
+	// MinBytes is the smallest mark worth a deadline (default 4096, about
+	// eighteen of the paper's 200-byte messages each in its own request,
+	// so a rate of 32.8 MB/s, about 144,000 such requests a second, at the
+	// default Gather): below it a connection is woken by every byte.
 	MinBytes int
 	// MaxBytes is the largest mark (default 32 KiB: half of the broker's
 	// 64 KiB read buffer, and under the cap the kernel puts on SO_RCVLOWAT,
 	// half the receive buffer).
 	MaxBytes int
-	// Enter is how many short sleeps in a row turn coalescing on (default 4).
-	Enter int
 }
 
 // Off is the mark that wakes a reader for every byte (SO_RCVLOWAT's default).
@@ -84,14 +109,14 @@ func (r Rule) Defaults() Rule {
 	if r.Gather <= 0 {
 		r.Gather = r.Max / 8
 	}
+	if r.Window <= 0 {
+		r.Window = 4 * r.Max
+	}
 	if r.MinBytes <= 0 {
-		r.MinBytes = 2048
+		r.MinBytes = 4096
 	}
 	if r.MaxBytes <= 0 {
 		r.MaxBytes = 32 << 10
-	}
-	if r.Enter <= 0 {
-		r.Enter = 4
 	}
 	return r
 }
@@ -99,16 +124,20 @@ func (r Rule) Defaults() Rule {
 // Sleep is what one sleep of the reader saw.
 type Sleep struct {
 	Mark     int           // the wake-up mark it slept with (Off: an ordinary read)
+	Awake    time.Duration // from the end of the sleep before to this one's start
 	Slept    time.Duration // from going to sleep to waking
 	Bytes    int           // bytes there to read on waking
 	TimedOut bool          // ended by the Max bound, not by bytes
 }
 
-// State is one connection's: the mark in force and, while off, how many
-// short sleeps have come in a row.
+// State is one connection's: the mark in force and, while off, the window
+// being watched (the bytes its sleeps found and the time it spans) or the
+// time left before the next window starts.
 type State struct {
-	Mark  int
-	short int
+	Mark   int
+	bytes  int64
+	window time.Duration
+	hold   time.Duration
 }
 
 // Step returns the state after sleep s, for a connection whose last
@@ -119,25 +148,37 @@ func (r Rule) Step(st State, s Sleep) State {
 		return State{Mark: Off}
 	}
 	if st.Mark <= Off {
-		if s.Slept < r.Gather/8 {
-			st.short++
-		} else {
-			st.short = 0
-		}
-		if st.short >= r.Enter {
-			return State{Mark: r.MinBytes}
-		}
 		st.Mark = Off
-		return st
+		if st.hold > 0 {
+			st.hold -= s.Awake + s.Slept
+			return st
+		}
+		st.bytes += int64(s.Bytes)
+		st.window += s.Awake + s.Slept
+		if st.window < r.Window {
+			return st
+		}
+		if next := r.gathered(st.bytes, st.window); next >= r.MinBytes {
+			return State{Mark: min(next, r.MaxBytes)}
+		}
+		return State{Mark: Off}
 	}
-	slept := max(s.Slept, time.Microsecond)
-	next := int(int64(s.Bytes) * int64(r.Gather) / int64(slept))
+	next := r.gathered(int64(s.Bytes), s.Slept)
 	if !s.TimedOut {
 		next = min(max(next, st.Mark/2), 2*st.Mark)
 	}
 	next = min(next, r.MaxBytes)
+	if next < r.MinBytes && s.TimedOut {
+		return State{Mark: Off, hold: r.Window}
+	}
 	if next < r.MinBytes {
 		return State{Mark: Off}
 	}
 	return State{Mark: next}
+}
+
+// gathered is what a sleep of Gather gathers at the rate of n bytes in d
+// (d at least 1 µs).
+func (r Rule) gathered(n int64, d time.Duration) int {
+	return int(n * int64(r.Gather) / int64(max(d, time.Microsecond)))
 }

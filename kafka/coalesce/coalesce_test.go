@@ -5,30 +5,127 @@ import (
 	"time"
 )
 
-// rule is the broker's default: Max 1 ms, so Gather 125 µs, MinBytes 2048,
-// MaxBytes 32,768, Enter 4.
+// rule is the broker's default: Max 1 ms, so Gather 125 µs and Window 4 ms,
+// MinBytes 4096, MaxBytes 32,768.
 var rule = Rule{Max: time.Millisecond}.Defaults()
 
 func TestDefaults(t *testing.T) {
-	if rule.Gather != 125*time.Microsecond || rule.MinBytes != 2048 || rule.MaxBytes != 32<<10 || rule.Enter != 4 {
+	if rule.Gather != 125*time.Microsecond || rule.Window != 4*time.Millisecond ||
+		rule.MinBytes != 4096 || rule.MaxBytes != 32<<10 {
 		t.Fatalf("Defaults() = %+v", rule)
 	}
 }
 
-// While off, Enter sleeps in a row shorter than Gather/8 (15.625 µs) turn
-// coalescing on at MinBytes; a longer sleep starts the count again.
-func TestEnterAfterShortSleepsInARow(t *testing.T) {
-	short := Sleep{Mark: Off, Slept: 10 * time.Microsecond, Bytes: 227}
-	long := Sleep{Mark: Off, Slept: 20 * time.Microsecond, Bytes: 227}
-	var st State
-	for i, s := range []Sleep{short, short, short, long, short, short, short} {
+// steps feeds sleeps to the rule from st and returns the state after each.
+func steps(st State, sleeps []Sleep) []State {
+	out := make([]State, len(sleeps))
+	for i, s := range sleeps {
 		st = rule.Step(st, s)
+		out[i] = st
+	}
+	return out
+}
+
+// repeat is n copies of s.
+func repeat(s Sleep, n int) []Sleep {
+	out := make([]Sleep, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+// flat is a producer flat out: 227-byte requests back to back, 1 µs of
+// work and 1 µs of sleep each.
+var flat = Sleep{Mark: Off, Awake: time.Microsecond, Slept: time.Microsecond, Bytes: 227}
+
+// While off, a window of at least Window decides: a producer flat out turns
+// coalescing on when the window closes, not before, at the rate it saw.
+func TestWindowTurnsOnAtItsRate(t *testing.T) {
+	got := steps(State{Mark: Off}, repeat(flat, 2000)) // 2000 · 2 µs = 4 ms: the window closes on the last
+	for i, st := range got[:1999] {
 		if st.Mark != Off {
-			t.Fatalf("after sleep %d: mark %d, want off", i, st.Mark)
+			t.Fatalf("after sleep %d of a window of 4 ms: mark %d, want off until the window closes", i, st.Mark)
 		}
 	}
-	if st = rule.Step(st, short); st.Mark != 2048 {
-		t.Fatalf("after the fourth short sleep in a row: mark %d, want MinBytes 2048", st.Mark)
+	// 2000 · 227 B = 454,000 B in 4 ms; · 125 µs / 4 ms = 14,187 B.
+	if m := got[1999].Mark; m != 14187 {
+		t.Fatalf("after 4 ms flat out: mark %d, want 14,187 (454,000 B / 4 ms · 125 µs)", m)
+	}
+	// Four times as many bytes a sleep: 56,750, capped.
+	four := flat
+	four.Bytes = 4 * 227
+	if m := steps(State{Mark: Off}, repeat(four, 2000))[1999].Mark; m != 32768 {
+		t.Fatalf("1,816,000 B in 4 ms: mark %d, want MaxBytes 32,768 (56,750 capped)", m)
+	}
+}
+
+// pacedPeriod is one millisecond of figure 7's producer, 100,000 requests a
+// second: a burst of 100 requests back to back as the pacer wakes, then
+// nothing until its next wake-up (99 · 2 µs + 1 µs + 801 µs = 1 ms).
+func pacedPeriod() []Sleep {
+	gap := flat
+	gap.Slept = 801 * time.Microsecond
+	return append(repeat(flat, 99), gap)
+}
+
+// Figure 7's producer stays off, window after window: within a burst its
+// requests come as fast as a producer's flat out, but over a window its
+// rate is 22.7 MB/s, 2,837 B per Gather, under MinBytes.
+func TestPacedProducerStaysOff(t *testing.T) {
+	var run []Sleep
+	for range 20 { // 20 ms, five windows
+		run = append(run, pacedPeriod()...)
+	}
+	for i, st := range steps(State{Mark: Off}, run) {
+		if st.Mark != Off {
+			t.Fatalf("after sleep %d of a producer paced at 100,000/s: mark %d, want off (90,800 B / 4 ms · 125 µs = 2,837 < 4,096)", i, st.Mark)
+		}
+	}
+}
+
+// After a sleep the bound ended turns coalescing off, the connection rests
+// for a Window before it is watched again, so the burst a client with
+// Nagle's algorithm held back during that sleep is not read as its rate.
+func TestRestAfterTimedOutSleep(t *testing.T) {
+	// Slept 2.2 ms with a mark of 8,192 and got one request: off.
+	st := rule.Step(State{Mark: 8192}, Sleep{Mark: 8192, Slept: 2200 * time.Microsecond, Bytes: 227, TimedOut: true})
+	if st.Mark != Off || st.hold != rule.Window {
+		t.Fatalf("after a sleep the bound ended with 227 B: %+v, want off, resting for %v", st, rule.Window)
+	}
+	// What the client held back comes at once: 2.2 ms of its requests.
+	backlog := Sleep{Mark: Off, Awake: 10 * time.Microsecond, Bytes: 50000}
+	var run []Sleep
+	run = append(run, backlog)
+	for range 8 { // the 4 ms rest, then a 4 ms window of the paced producer
+		run = append(run, pacedPeriod()...)
+	}
+	for i, got := range steps(st, run) {
+		if got.Mark != Off {
+			t.Fatalf("after sleep %d: mark %d, want off", i, got.Mark)
+		}
+	}
+	// Without the rest the backlog would have been counted: (50,000 +
+	// 90,800) B in 4.01 ms · 125 µs = 4,389 ≥ 4,096, on.
+	if got := steps(State{Mark: Off}, run)[400].Mark; got != 4389 {
+		t.Fatalf("a window that counts the backlog: mark %d, want 4,389: the case the rest is for", got)
+	}
+}
+
+// A window that closes under MinBytes starts a new one: what the last
+// window saw does not count toward the next.
+func TestWindowStartsAgain(t *testing.T) {
+	st := rule.Step(State{Mark: Off}, Sleep{Mark: Off, Slept: 4 * time.Millisecond, Bytes: 120000}) // 3,750 < 4,096: off
+	if st.Mark != Off || st.bytes != 0 || st.window != 0 {
+		t.Fatalf("after a window of 120,000 B in 4 ms: %+v, want off with a new window", st)
+	}
+	st = rule.Step(st, Sleep{Mark: Off, Slept: 2 * time.Millisecond, Bytes: 80000})
+	if st.Mark != Off || st.bytes != 80000 || st.window != 2*time.Millisecond {
+		t.Fatalf("half a window in: %+v, want off, 80,000 B over 2 ms", st)
+	}
+	// 160,000 B in 4 ms: 5,000.
+	if st = rule.Step(st, Sleep{Mark: Off, Awake: 100 * time.Microsecond, Slept: 1900 * time.Microsecond, Bytes: 80000}); st.Mark != 5000 {
+		t.Fatalf("160,000 B in 4 ms: mark %d, want 5,000", st.Mark)
 	}
 }
 
@@ -54,8 +151,8 @@ func TestMarkFollowsRate(t *testing.T) {
 			"8192 / 1000 · 125 = 1024 < 8192 / 2"},
 		{"capped at MaxBytes", 32768, Sleep{Slept: 50 * time.Microsecond, Bytes: 32768}, 32768,
 			"2 · 32768 = 65,536 > MaxBytes 32,768"},
-		{"halved below MinBytes: off", 3000, Sleep{Slept: 1000 * time.Microsecond, Bytes: 3000}, Off,
-			"3000 / 1000 · 125 = 375 → halved to 1500 < MinBytes 2048"},
+		{"halved below MinBytes: off", 6000, Sleep{Slept: 1000 * time.Microsecond, Bytes: 6000}, Off,
+			"6000 / 1000 · 125 = 750 → halved to 3000 < MinBytes 4096"},
 	} {
 		c.s.Mark = c.mark
 		if got := rule.Step(State{Mark: c.mark}, c.s).Mark; got != c.want {
@@ -68,13 +165,13 @@ func TestMarkFollowsRate(t *testing.T) {
 // the halving floor: the producer paused, so the next sleep must not wait
 // for bytes that may not come.
 func TestTimedOutSleep(t *testing.T) {
-	// 20,000 B in 1 ms is 2,500 B per 125 µs: still on.
-	if got := rule.Step(State{Mark: 32768}, Sleep{Mark: 32768, Slept: time.Millisecond, Bytes: 20000, TimedOut: true}).Mark; got != 2500 {
-		t.Fatalf("timed out with 20,000 B in 1 ms: mark %d, want 2500", got)
+	// 40,000 B in 1 ms is 5,000 B per 125 µs: still on.
+	if got := rule.Step(State{Mark: 32768}, Sleep{Mark: 32768, Slept: time.Millisecond, Bytes: 40000, TimedOut: true}).Mark; got != 5000 {
+		t.Fatalf("timed out with 40,000 B in 1 ms: mark %d, want 5000", got)
 	}
-	// 10,000 B in 1 ms is 1,250 per 125 µs: off, though 32768/2 would be the floor of a woken sleep.
-	if got := rule.Step(State{Mark: 32768}, Sleep{Mark: 32768, Slept: time.Millisecond, Bytes: 10000, TimedOut: true}).Mark; got != Off {
-		t.Fatalf("timed out with 10,000 B in 1 ms: mark %d, want off", got)
+	// 30,000 B in 1 ms is 3,750 per 125 µs: off, though 32768/2 would be the floor of a woken sleep.
+	if got := rule.Step(State{Mark: 32768}, Sleep{Mark: 32768, Slept: time.Millisecond, Bytes: 30000, TimedOut: true}).Mark; got != Off {
+		t.Fatalf("timed out with 30,000 B in 1 ms: mark %d, want off", got)
 	}
 	// Nothing came: off.
 	if got := rule.Step(State{Mark: 4096}, Sleep{Mark: 4096, Slept: time.Millisecond, TimedOut: true}).Mark; got != Off {
