@@ -133,7 +133,14 @@ func (s *sleepers) add(cn *conn) {
 		go s.run()
 	case !s.running:
 		s.running = true
-		s.wake <- struct{}{} // the ticker waits for it; the buffer holds it until then
+		// The idle goroutine waits for this; the buffer holds it until
+		// then. One already there (left by a run the stop ended) wakes it
+		// as well, and a send that waited here, holding mu, could wait
+		// forever on a run that takes mu to stop.
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 	s.mu.Unlock()
 }
