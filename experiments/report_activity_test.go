@@ -9,10 +9,10 @@ import (
 	"github.com/kafkarepro/kafkarepro/experiments/measure"
 )
 
-// A test's rate in a tenth comes from its series: 200-byte messages, 1 MB
-// (5,000 messages) a 0.1 s point for 0.5 s, then 0.2 MB a point (1,000
-// messages): 50,000 msg/s, then 10,000.
-func TestTenthRateFromTheSeries(t *testing.T) {
+// stepSeries is a test's series of 200-byte messages: 1 MB (5,000 messages)
+// a 0.1 s point for 0.5 s, then 0.2 MB a point (1,000 messages): 50,000
+// msg/s, then 10,000.
+func stepSeries() []measure.Point {
 	var series []measure.Point
 	mb := 0.0
 	for i := 1; i <= 10; i++ {
@@ -23,7 +23,12 @@ func TestTenthRateFromTheSeries(t *testing.T) {
 		}
 		series = append(series, measure.Point{Seconds: float64(i) / 10, MB: mb})
 	}
-	r := measure.Result{Series: series}
+	return series
+}
+
+// A test's rate in a tenth comes from its series (stepSeries).
+func TestTenthRateFromTheSeries(t *testing.T) {
+	r := measure.Result{Series: stepSeries()}
 	for _, c := range []struct {
 		from, to float64
 		want     string
@@ -79,16 +84,7 @@ func TestMachineActivityTable(t *testing.T) {
 // series at 50,000 msg/s for 0.5 s and 10,000 after gives 10,000 in the last
 // tenth (from the start it would be 30,000).
 func TestMachineActivityTableRates(t *testing.T) {
-	var series []measure.Point
-	mb := 0.0
-	for i := 1; i <= 10; i++ {
-		if i <= 5 {
-			mb += 1
-		} else {
-			mb += 0.2
-		}
-		series = append(series, measure.Point{Seconds: float64(i) / 10, MB: mb})
-	}
+	series := stepSeries()
 	tenths := make([]machine.ActivityTenth, 10)
 	for i := range tenths {
 		tenths[i] = machine.ActivityTenth{End: float64(i+1) / 10}

@@ -196,15 +196,7 @@ func (s *sleepers) run() {
 		case <-s.wake:
 			t.Reset(s.period)
 		case <-s.stop:
-			// Wake whoever came since (add has sent, or is about to).
-			s.mu.Lock()
-			for cn := range s.asleep {
-				cn.co.sock.set(coalesce.Off)
-				delete(s.asleep, cn)
-			}
-			s.running, s.started = false, false
-			s.mu.Unlock()
-			return
+			// The loop's select sees the stop and wakes whoever came since.
 		}
 	}
 }

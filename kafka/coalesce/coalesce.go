@@ -168,13 +168,14 @@ func (r Rule) Step(st State, s Sleep) State {
 		next = min(max(next, st.Mark/2), 2*st.Mark)
 	}
 	next = min(next, r.MaxBytes)
-	if next < r.MinBytes && s.TimedOut {
+	switch {
+	case next >= r.MinBytes:
+		return State{Mark: next}
+	case s.TimedOut:
 		return State{Mark: Off, hold: r.Window}
-	}
-	if next < r.MinBytes {
+	default:
 		return State{Mark: Off}
 	}
-	return State{Mark: next}
 }
 
 // gathered is what a sleep of Gather gathers at the rate of n bytes in d

@@ -60,27 +60,54 @@ func TestWindowTurnsOnAtItsRate(t *testing.T) {
 	}
 }
 
-// pacedPeriod is one millisecond of figure 7's producer, 100,000 requests a
-// second: a burst of 100 requests back to back as the pacer wakes, then
-// nothing until its next wake-up (99 · 2 µs + 1 µs + 801 µs = 1 ms).
-func pacedPeriod() []Sleep {
+// pacedBurst is one wake-up of figure 7's producer, 100,000 requests a
+// second: the n requests due, back to back, then nothing until its next
+// wake-up, period after the burst began (n · 2 µs + 1 µs of work + the
+// last sleep).
+func pacedBurst(n int, period time.Duration) []Sleep {
 	gap := flat
-	gap.Slept = 801 * time.Microsecond
-	return append(repeat(flat, 99), gap)
+	gap.Slept = period - time.Duration(2*n-1)*time.Microsecond
+	return append(repeat(flat, n-1), gap)
+}
+
+// pacedRun is 20 ms of figure 7's producer waking every millisecond, then
+// one wake-up late (2 ms) and one that catches up (200 requests), then 5 ms
+// more: 2,700 requests in 27 ms.
+func pacedRun() []Sleep {
+	var run []Sleep
+	for range 20 {
+		run = append(run, pacedBurst(100, time.Millisecond)...)
+	}
+	run = append(run, pacedBurst(100, 2*time.Millisecond)...)
+	run = append(run, pacedBurst(200, time.Millisecond)...)
+	for range 5 {
+		run = append(run, pacedBurst(100, time.Millisecond)...)
+	}
+	return run
 }
 
 // Figure 7's producer stays off, window after window: within a burst its
 // requests come as fast as a producer's flat out, but over a window its
-// rate is 22.7 MB/s, 2,837 B per Gather, under MinBytes.
+// rate is 22.7 MB/s, 2,837 B per Gather, under MinBytes; the window with
+// the late wake-up and the catching up holds 400 requests in 4 ms, the same.
+// A window of one bound would have turned it on at the catching up: 200
+// requests in 1 ms, 45,400 B · 125 µs / 1 ms = 5,675.
 func TestPacedProducerStaysOff(t *testing.T) {
-	var run []Sleep
-	for range 20 { // 20 ms, five windows
-		run = append(run, pacedPeriod()...)
-	}
-	for i, st := range steps(State{Mark: Off}, run) {
+	for i, st := range steps(State{Mark: Off}, pacedRun()) {
 		if st.Mark != Off {
 			t.Fatalf("after sleep %d of a producer paced at 100,000/s: mark %d, want off (90,800 B / 4 ms · 125 µs = 2,837 < 4,096)", i, st.Mark)
 		}
+	}
+	short := rule
+	short.Window = rule.Max
+	st, on := State{Mark: Off}, 0
+	for _, s := range pacedRun() {
+		if st = short.Step(st, s); st.Mark != Off && on == 0 {
+			on = st.Mark
+		}
+	}
+	if on != 5675 {
+		t.Fatalf("with a window of one bound: first mark %d, want 5,675 at the catching up: the case the window is for", on)
 	}
 }
 
@@ -98,7 +125,7 @@ func TestRestAfterTimedOutSleep(t *testing.T) {
 	var run []Sleep
 	run = append(run, backlog)
 	for range 8 { // the 4 ms rest, then a 4 ms window of the paced producer
-		run = append(run, pacedPeriod()...)
+		run = append(run, pacedBurst(100, time.Millisecond)...)
 	}
 	for i, got := range steps(st, run) {
 		if got.Mark != Off {
