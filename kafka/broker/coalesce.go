@@ -34,6 +34,23 @@ import (
 // request per segment (TCP_NODELAY) is acknowledged without the call.
 const ackNowBytes = 536
 
+// ackFirst reports whether the connection asks for the acknowledgement TCP
+// has delayed (lowat.ackNow) before its next wait: once it has read
+// ackNowBytes since it last waited, and only before an ordinary read.
+//
+// Before a sleep with a mark it does not ask. Such a sleep ends at the
+// bound at the latest, so an acknowledgement Linux delays holds a sender
+// with Nagle's algorithm on no longer than the mark may hold its requests
+// anyway; and an acknowledgement sent as the broker falls asleep releases
+// at once what the sender's kernel has gathered, one more segment short of
+// the mark to receive and one more wake-up of the producer's write(2) work
+// for each sleep. Without it the sender's kernel keeps gathering until
+// Linux acknowledges on its own (more than one full segment received, or
+// a read), and each sleep takes more.
+func (co *coalescer) ackFirst() bool {
+	return co.sockOK && co.unacked >= ackNowBytes && co.st.Mark <= coalesce.Off
+}
+
 // coalescer is a connection's share of it.
 type coalescer struct {
 	st   coalesce.State
@@ -203,8 +220,8 @@ func (s *sleepers) run() {
 
 // EarlyAcks returns how many times, since the start, a connection whose
 // requests get no answer called for TCP's delayed acknowledgement before it
-// waited for more (lowat.ackNow: after at least ackNowBytes read since its
-// last wait).
+// waited for more with no mark (lowat.ackNow: after at least ackNowBytes
+// read since its last wait; ackFirst).
 func (b *Broker) EarlyAcks() int64 { return b.sleepers.acks.Load() }
 
 // CoalesceStats returns how many times, since the start, a connection slept

@@ -119,10 +119,10 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 		if cn.co.quiet && cn.r.Buffered() == 0 {
 			// Nothing to answer and nothing left to read: grow the read
 			// buffer if this producer outruns it (readbuffer.go),
-			// acknowledge what came before waiting for more
-			// (lowat.ackNow), then wait.
+			// acknowledge what came before waiting for more if the wait
+			// is an ordinary read (ackFirst), then wait.
 			cn.growRead()
-			if cn.co.sockOK && cn.co.unacked >= ackNowBytes {
+			if cn.co.ackFirst() {
 				if err = cn.co.sock.ackNow(); err == nil {
 					cn.b.sleepers.acks.Add(1)
 				}

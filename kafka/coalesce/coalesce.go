@@ -62,9 +62,11 @@
 // sends them as one segment when the acknowledgement comes, so the broker
 // reads many requests per wake-up whatever its mark, and the producer's
 // write(2) only copies. The broker acknowledges what it has read before it
-// waits (kafka/broker/lowat_linux.go), so that such a producer is never
-// held for TCP's delayed-acknowledgement timer. The rule here remains for a
-// client that sets TCP_NODELAY and sends one request per segment.
+// waits with no mark (kafka/broker/lowat_linux.go), so that such a producer
+// is never held for TCP's delayed-acknowledgement timer; before a sleep
+// with a mark it does not, as the bound ends that sleep anyway
+// (kafka/broker/coalesce.go, ackFirst). The rule here remains for a client
+// that sets TCP_NODELAY and sends one request per segment.
 //
 // Only a request that gets no answer is ever followed by a coalesced
 // sleep, and a connection that has once sent a request that is answered (a
