@@ -217,3 +217,42 @@ func TestZeroRuleIsOff(t *testing.T) {
 		t.Fatalf("zero rule: mark %d, want off", st.Mark)
 	}
 }
+
+// A sleep the bound ends right after SteadyRun sleeps in a row that bytes
+// ended halves the mark and keeps coalescing on; the next one the bound
+// ends before another such run turns it off and rests, as any other.
+func TestSteadyProducerKeepsCoalescingOnce(t *testing.T) {
+	woken := Sleep{Mark: 16384, Slept: 125 * time.Microsecond, Bytes: 16384} // on target: 16,384 B / 125 µs · 125 µs
+	bound := Sleep{Mark: 16384, Slept: time.Millisecond, Bytes: 500, TimedOut: true}
+	st := State{Mark: 16384}
+	for range SteadyRun {
+		st = rule.Step(st, woken)
+	}
+	if st.Mark != 16384 || st.run != SteadyRun {
+		t.Fatalf("after %d sleeps on target: %+v, want mark 16,384 and a run of %d", SteadyRun, st, SteadyRun)
+	}
+	// 500 B in 1 ms would be 62 B per 125 µs, off; after the run: 16,384 / 2.
+	if st = rule.Step(st, bound); st.Mark != 8192 || st.run != 0 || st.hold != 0 {
+		t.Fatalf("the bound after a steady run: %+v, want mark 8,192, a new run, no rest", st)
+	}
+	bound.Mark = 8192
+	if st = rule.Step(st, bound); st.Mark != Off || st.hold != rule.Window {
+		t.Fatalf("the bound again before another run: %+v, want off, resting for %v", st, rule.Window)
+	}
+
+	// One sleep short of the run: off and resting.
+	st = State{Mark: 16384}
+	for range SteadyRun - 1 {
+		st = rule.Step(st, woken)
+	}
+	bound.Mark = 16384
+	if st = rule.Step(st, bound); st.Mark != Off || st.hold != rule.Window {
+		t.Fatalf("the bound after %d sleeps bytes ended: %+v, want off, resting", SteadyRun-1, st)
+	}
+
+	// The halved mark does not go under MinBytes.
+	st = State{Mark: 6000, run: SteadyRun}
+	if st = rule.Step(st, Sleep{Mark: 6000, Slept: time.Millisecond, TimedOut: true}); st.Mark != rule.MinBytes {
+		t.Fatalf("the bound after a steady run at 6,000: mark %d, want MinBytes %d (6,000 / 2 = 3,000 is under it)", st.Mark, rule.MinBytes)
+	}
+}
