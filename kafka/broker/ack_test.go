@@ -51,8 +51,8 @@ func TestAckBeforeWaitingAfterSeveralRequests(t *testing.T) {
 // mark. A flood keeps coalescing on (the bound is 200 ms here); over its
 // sleeps with a mark, the early acknowledgements (those before the waits
 // with no mark the rule may still make) stay at one and a tenth of the
-// sleeps or fewer. Asking before every wait after ackNowBytes asked before
-// 35% to 48% of them in this flood.
+// sleeps or fewer; asking before every wait after ackNowBytes, as the
+// broker did before, asks before a third of them or more here.
 func TestNoAckBeforeSleepingWithAMark(t *testing.T) {
 	tb := startBroker(t, map[string]string{"produce.coalesce.max.us": "200000"})
 	cl := dial(t, tb.Addr())

@@ -37,10 +37,9 @@
 // and the connection stays on. A producer flat out is now and then held
 // for a bound by the machine rather than by its own choice (its process
 // waiting for a CPU, or its kernel holding a segment for an acknowledgement
-// that Linux delays): make perf's batch-1 producer, 3,000,000 messages,
-// had 350 to 450 sleeps ended by the bound, four in five of them holding
-// under 4,096 bytes, and off, resting and watched again it spent two
-// Windows after each woken for every segment. The next sleep the bound
+// that Linux delays), and most such sleeps of make perf's batch-1 producer
+// hold less than MinBytes; off, resting and watched again, it would spend
+// two Windows after each woken for every segment. The next sleep the bound
 // ends, before another SteadyRun, turns it off as above, so a producer that
 // has really paused is off one bound later.
 //
