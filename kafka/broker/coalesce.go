@@ -49,7 +49,7 @@ const ackNowBytes = 536
 // producer that has just turned coalescing on, or whose last sleep the
 // bound ended, is acknowledged as before: figure 7's paced producer, whose
 // rare sleeps with a mark end at the bound, would otherwise be held up to
-// the bound on each, and its p99 shows it (results/coalesce-acks-2026-12-06).
+// the bound on each, which its latency's p99 shows.
 func (co *coalescer) ackFirst() bool {
 	if !co.sockOK || co.unacked < ackNowBytes {
 		return false
