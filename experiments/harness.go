@@ -11,6 +11,7 @@ import (
 	"github.com/kafkarepro/kafkarepro/compare"
 	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/experiments/measure"
+	"github.com/kafkarepro/kafkarepro/internal/tuning"
 )
 
 // Config is one reproduction run.
@@ -202,6 +203,9 @@ func runProducer(ctx context.Context, cfg Config, sys compare.System, name, topi
 	// rate falls can be told ours or the machine's (REPORT.md).
 	act := machine.StartActivity(activityEvery)
 	runTest(ctx, cfg, label, &sent, &tr, func(ctx context.Context) (compare.Result, error) {
+		// Every system's send loop runs on one thread, as producer-perf's and the
+		// ceiling probe's do (tuning.LockSender says why).
+		defer tuning.LockSender()()
 		return sys.Produce(ctx, spec)
 	})
 	tr.Machine = machine.Tenths(act.Stop())

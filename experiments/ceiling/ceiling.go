@@ -19,7 +19,8 @@
 //	                 (the batch-1 ceiling: the cost of a system call)
 //
 // The producer probes' sender leaves Nagle's algorithm on, as our producer
-// does on a connection whose requests get no answer (dialSender).
+// does on a connection whose requests get no answer (dialSender), and sends
+// from one thread, as our producer tools do (senderMain).
 //
 // A producer probe's clock stops when the reader has written every byte
 // and a last fsync has returned, as our producer-perf's stops when the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kafkarepro/kafkarepro/compare"
 	"io"
 	"net"
 	"os"
@@ -12,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kafkarepro/kafkarepro/compare"
+	"github.com/kafkarepro/kafkarepro/internal/tuning"
 )
 
 // senderEnv marks a process started as a probe's sender: the probe runs
@@ -71,8 +73,13 @@ func init() {
 	}
 }
 
-// senderMain is the sender process: it dials the reader and sends.
+// senderMain is the sender process: it dials the reader and sends. It runs
+// during package initialisation, which Go runs on the main goroutine locked
+// to the main thread; the lock is also taken here, so that it does not
+// depend on where senderMain is called: our producer tools lock their send
+// loop the same way (internal/tuning.LockSender says why it matters).
 func senderMain(spec string) error {
+	defer tuning.LockSender()()
 	j, err := decodeJob(spec)
 	if err != nil {
 		return err

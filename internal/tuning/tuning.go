@@ -1,7 +1,10 @@
 // Package tuning holds the settings the throughput tools read a partition with (consumer-perf, figure 5's
-// consumer in compare/ours, the consumer/ranges hot path): choices of a benchmark on this project's
-// machines, not of the consumer library, whose defaults stay 0.7's.
+// consumer in compare/ours, the consumer/ranges hot path) and send with (producer-perf, figure 4's
+// producer tests): choices of a benchmark on this project's machines, not of the consumer and producer
+// libraries, whose defaults stay 0.7's.
 package tuning
+
+import "runtime"
 
 // RangesInFlight is how many byte ranges the throughput tools keep in flight (consumer.Ranges,
 // consumer-perf's --fetches-in-flight): as many as 0.7's consumer queues fetched chunks ahead of the
@@ -15,3 +18,15 @@ const RangesInFlight = 10
 // scheduler wakes a thread to look for work each time that goroutine blocks on the socket and is readied
 // again, and on a 2-core machine that thread takes its time from the broker serving the fetches.
 const ReaderProcs = 1
+
+// LockSender locks the calling goroutine, a throughput tool's send loop (producer-perf's, and each
+// system's producer test in the harness), to its OS thread, and returns what undoes it. Such a loop calls
+// write(2) back to back and seldom blocks; every 10 ms Go's scheduler preempts it onto the global run queue
+// and wakes another thread, which may take it, so the loop moves between threads and, on a 2-core machine,
+// onto the core the broker is using until the kernel moves one of them back. The ceiling probe's sender
+// runs locked (experiments/ceiling), so the two are measured alike; a program that sends from a goroutine
+// it does not lock gets the unlocked figure (producer-perf --lock-thread=false).
+func LockSender() (unlock func()) {
+	runtime.LockOSThread()
+	return runtime.UnlockOSThread
+}

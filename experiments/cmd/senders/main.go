@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/experiments/ceiling"
+	"github.com/kafkarepro/kafkarepro/internal/tuning"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/protocol"
@@ -88,9 +89,11 @@ func run() error {
 	return fmt.Errorf("-mode %q: want read, probe, probereq or ours", *mode)
 }
 
-// timed calls send n times and prints the rate and this process's CPU per
-// message.
+// timed calls send n times, on one thread as every sender of the throughput
+// tools does (tuning.LockSender), and prints the rate and this process's CPU
+// per message.
 func timed(name string, n int, send func() error) error {
+	defer tuning.LockSender()()
 	c0, t0 := cpu(), time.Now()
 	for range n {
 		if err := send(); err != nil {

@@ -102,15 +102,17 @@ func TestPerfProducerThenConsumer(t *testing.T) {
 	addr := b.HostPort()
 
 	// 2000 = 4 flush intervals of 500: the last append triggers a flush.
-	for _, batch := range []string{"50", "1"} {
+	// Batch 50 sends from a locked thread (the default), batch 1 from any.
+	for _, run := range []struct{ batch, lock string }{{"50", "true"}, {"1", "false"}} {
+		batch := run.batch
 		code, out, errOut := runCmd("", "producer-perf", "--broker-list", addr, "--topic", "perf", "--messages", "2000",
-			"--message-size", "200", "--batch-size", batch)
+			"--message-size", "200", "--batch-size", batch, "--lock-thread="+run.lock)
 		if code != 0 {
 			t.Fatalf("producer-perf batch %s: exit %d: %s", batch, code, errOut)
 		}
 		r := resultFields(t, out)
-		if r["tool"] != "producer-perf" || r["messages"] != "2000" || r["batch"] != batch {
-			t.Errorf("batch %s: result %v", batch, r)
+		if r["tool"] != "producer-perf" || r["messages"] != "2000" || r["batch"] != batch || r["lock_thread"] != run.lock {
+			t.Errorf("batch %s, --lock-thread=%s: result %v", batch, run.lock, r)
 		}
 		for _, k := range []string{"seconds", "msg_per_s", "first_tenth", "last_tenth", "send_first_tenth", "send_last_tenth"} {
 			if v, err := strconv.ParseFloat(r[k], 64); err != nil || v <= 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kafkarepro/kafkarepro/internal/tuning"
 	"github.com/kafkarepro/kafkarepro/kafka/consumer"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 	"github.com/kafkarepro/kafkarepro/kafka/producer"
@@ -31,6 +32,7 @@ func producerPerf(args []string, std stdio) error {
 	wait := fs.Duration("flush-timeout", 2*time.Minute, "how long to wait for the broker to flush the last message")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of this client to the file")
 	magic := fs.Int("magic", 1, "message format: 1 as Kafka 0.7 writes (10 bytes of header), 0 the paper's (9 bytes)")
+	lockThread := fs.Bool("lock-thread", true, "lock the sending goroutine to one OS thread while it sends, as the ceiling probe's sender is (internal/tuning.LockSender); false: as a program that sends from any goroutine")
 	props := fs.String("producer-props", "", "producer properties over the defaults, key=value[,key=value...] (for instance socket.nagle.disable=true)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -94,9 +96,14 @@ func producerPerf(args []string, std stdio) error {
 	if *cpuprofile != "" {
 		tt.labelTenths() // per-tenth samples: go tool pprof -tagfocus tenth=N
 	}
+	unlock := func() {}
+	if *lockThread {
+		unlock = tuning.LockSender()
+	}
 	for sent := int64(0); sent < *n; {
 		k := min(int64(*batch), *n-sent)
 		if err := p.Send(*topic, int32(*partition), msgs[:k]...); err != nil {
+			unlock()
 			stop()
 			return err
 		}
@@ -104,6 +111,7 @@ func producerPerf(args []string, std stdio) error {
 		tt.observe(sent)
 		rep.progress(sent, "sent")
 	}
+	unlock()
 	sentAt := time.Since(start)
 	sendAllocs := allocs.since()
 	// The paper's producer does not wait for acknowledgements; our clock
@@ -134,7 +142,7 @@ func producerPerf(args []string, std stdio) error {
 		"flush_wait_ms", round3(float64(total-sentAt)/1e6),
 		"send_seconds", round3(sentAt.Seconds()), "send_msg_per_s", whole(float64(*n)/sentAt.Seconds()),
 		"send_first_tenth", whole(tt.rate(0)), "send_last_tenth", whole(tt.rate(9)), "send_last_over_first", sig4(tt.ratio()),
-		"allocs_per_msg", round3(float64(sendAllocs)/float64(*n))))
+		"allocs_per_msg", round3(float64(sendAllocs)/float64(*n)), "lock_thread", *lockThread))
 	return nil
 }
 
