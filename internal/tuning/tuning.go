@@ -22,10 +22,10 @@ const ReaderProcs = 1
 // LockSender locks the calling goroutine, a throughput tool's send loop (producer-perf's, and each
 // system's producer test in the harness), to its OS thread, and returns what undoes it. Such a loop calls
 // write(2) back to back and seldom blocks; every 10 ms Go's scheduler preempts it onto the global run queue
-// and wakes another thread, which may take it, so the loop moves between threads and, on a 2-core machine,
-// onto the core the broker is using until the kernel moves one of them back. The ceiling probe's sender
-// runs locked (experiments/ceiling), so the two are measured alike; a program that sends from a goroutine
-// it does not lock gets the unlocked figure (producer-perf --lock-thread=false).
+// and wakes another thread, which may take it, so the loop moves between threads, and between the cores it
+// shares with the broker on a 2-core machine. The ceiling probe's sender runs locked (experiments/ceiling),
+// so the two are measured alike; a program that sends from a goroutine it does not lock gets the unlocked
+// figure (producer-perf --lock-thread=false).
 func LockSender() (unlock func()) {
 	runtime.LockOSThread()
 	return runtime.UnlockOSThread
