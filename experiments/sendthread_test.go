@@ -20,24 +20,17 @@ type threadSystem struct {
 }
 
 func (s *threadSystem) Produce(ctx context.Context, spec compare.ProduceSpec) (compare.Result, error) {
-	stop := make(chan struct{})
+	busy, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					runtime.Gosched()
-				}
+		wg.Go(func() {
+			for busy.Err() == nil {
+				runtime.Gosched()
 			}
-		}()
+		})
 	}
 	defer wg.Wait()
-	defer close(stop)
+	defer stop()
 	for range spec.Messages {
 		s.threads[unix.Gettid()]++
 		runtime.Gosched() // what a preemption does: onto the global run queue, another thread woken

@@ -96,22 +96,26 @@ func producerPerf(args []string, std stdio) error {
 	if *cpuprofile != "" {
 		tt.labelTenths() // per-tenth samples: go tool pprof -tagfocus tenth=N
 	}
-	unlock := func() {}
-	if *lockThread {
-		unlock = tuning.LockSender()
-	}
-	for sent := int64(0); sent < *n; {
-		k := min(int64(*batch), *n-sent)
-		if err := p.Send(*topic, int32(*partition), msgs[:k]...); err != nil {
-			unlock()
-			stop()
-			return err
+	// The send loop, on one thread with --lock-thread until it returns.
+	err = func() error {
+		if *lockThread {
+			defer tuning.LockSender()()
 		}
-		sent += k
-		tt.observe(sent)
-		rep.progress(sent, "sent")
+		for sent := int64(0); sent < *n; {
+			k := min(int64(*batch), *n-sent)
+			if err := p.Send(*topic, int32(*partition), msgs[:k]...); err != nil {
+				return err
+			}
+			sent += k
+			tt.observe(sent)
+			rep.progress(sent, "sent")
+		}
+		return nil
+	}()
+	if err != nil {
+		stop()
+		return err
 	}
-	unlock()
 	sentAt := time.Since(start)
 	sendAllocs := allocs.since()
 	// The paper's producer does not wait for acknowledgements; our clock
