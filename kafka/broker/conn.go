@@ -116,12 +116,13 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 		var n int
 		var err error
 		cn.armIdle()
+		if cn.co.quiet {
+			cn.growRead() // if this producer outruns the read buffer (readbuffer.go)
+		}
 		if cn.co.quiet && cn.r.Buffered() == 0 {
-			// Nothing to answer and nothing left to read: grow the read
-			// buffer if this producer outruns it (readbuffer.go),
-			// acknowledge what came before waiting for more if the wait
-			// is an ordinary read (ackFirst), then wait.
-			cn.growRead()
+			// Nothing to answer and nothing left to read: acknowledge what
+			// came before waiting for more if the wait is an ordinary read
+			// (ackFirst), then wait.
 			if cn.co.ackFirst() {
 				if err = cn.co.sock.ackNow(); err == nil {
 					cn.b.sleepers.acks.Add(1)

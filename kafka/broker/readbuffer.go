@@ -12,8 +12,12 @@ import (
 // socket, and each read(2) then takes 64 KiB: a system call, and a window
 // update the producer's kernel must process, per 64 KiB. Such a connection's
 // buffer grows once, to grownReadBufferSize, so that one read takes what the
-// kernel holds: when, after an unanswered request, the connection has
-// nothing left to read and its last read filled all the room it was given.
+// kernel holds: after an unanswered request, when a read since the last
+// request filled all the room it was given. The part of the next request
+// already read moves to the new buffer (fillReader.carry), so growth does
+// not wait for a read to end on a request's boundary, which requests of a
+// size that does not divide 64 KiB (a batch of 50 messages is about 10 KiB)
+// may never do.
 //
 // A grown buffer is kept for the connection's life and charged to the
 // request memory budget (queued.max.request.bytes, memory.go); the grown
@@ -28,13 +32,20 @@ const grownReadBufferSize = 1 << 20
 
 // fillReader is the connection as its read buffer sees it: it notes when a
 // read filled all the room it was given, that is, the socket held at least
-// as much.
+// as much. carry is what the buffer held when it was replaced by a larger
+// one (growRead): the first read of the new buffer takes it.
 type fillReader struct {
-	c    net.Conn
-	full bool
+	c     net.Conn
+	full  bool
+	carry []byte
 }
 
 func (f *fillReader) Read(p []byte) (int, error) {
+	if len(f.carry) > 0 {
+		n := copy(p, f.carry)
+		f.carry = f.carry[n:]
+		return n, nil
+	}
 	n, err := f.c.Read(p)
 	if n > 0 && n == len(p) {
 		f.full = true
@@ -43,21 +54,28 @@ func (f *fillReader) Read(p []byte) (int, error) {
 }
 
 // growRead is called between requests, after one that gets no answer and
-// with nothing buffered: it gives the connection the grown buffer if a
-// read since the last call filled the room it had and the budget allows.
-// Nothing buffered means nothing to carry over to the new buffer.
+// with no body held in the buffer (releaseBody): it gives the connection
+// the grown buffer if a read since the last call filled the room it had
+// and the budget allows. The bytes still buffered, the start of the
+// requests to come, are carried into the new buffer at once, so that
+// r.Buffered() keeps counting them (the loop sleeps only when it is 0).
 func (cn *conn) growRead() {
 	full := cn.src.full
 	cn.src.full = false
-	if !full || cn.grown || cn.r.Buffered() != 0 {
+	if !full || cn.grown {
 		return
 	}
 	if !cn.b.mem.reserveRead(grownReadBufferSize) {
 		cn.b.reads.refused.Add(1)
 		return
 	}
+	n := cn.r.Buffered()
+	cn.src.carry, _ = cn.r.Peek(n) // buffered: cannot fail; the old buffer is not read again
 	cn.grown = true
 	cn.r = bufio.NewReaderSize(cn.src, grownReadBufferSize)
+	if n > 0 {
+		cn.r.Peek(n) // one Read, which takes all of carry from fillReader: cannot fail
+	}
 	cn.b.reads.grown.Add(1)
 }
 

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -63,5 +64,51 @@ func TestReadBufferGrowthWithinTheBudget(t *testing.T) {
 	}
 	if s := tb.MemoryStats(); s.InUse != 0 {
 		t.Fatalf("request memory in use %d after the requests were served, want 0", s.InUse)
+	}
+}
+
+// A producer whose requests do not divide the 64 KiB buffer gets the grown
+// one while it is still ahead of the broker: batches of 50 messages of 200
+// bytes, 10,473 bytes a request (size 4 + type 2 + topic 2 + 7 + partition
+// 4 + set size 4 + 50 × 209), sent in one write that stops inside the last
+// request, so that the broker never finds its buffer empty and a full read
+// almost never ends on a request's boundary. The part of a request read
+// before the change is carried into the grown buffer: the log holds every
+// message, each once, in the order sent.
+func TestReadBufferGrowsInsideARequest(t *testing.T) {
+	tb := startBroker(t, map[string]string{"produce.coalesce.max.us": "0"})
+	const batches, batch = 401, 50 // 401 × 10,473 bytes: 4,199,673 bytes
+	var stream, want []byte
+	for i := range batches {
+		set := messageSet(i*batch, batch, 200)
+		want = append(want, set...)
+		stream = protocol.ProduceRequest{Topic: "batched", Partition: 0, Messages: set}.AppendTo(stream)
+	}
+	if got := len(stream); got != batches*10473 {
+		t.Fatalf("the test's stream is %d bytes, want %d", got, batches*10473)
+	}
+	cl := dial(t, tb.Addr())
+	cut := len(stream) - 5000 // inside the last request
+	cl.write(stream[:cut])
+	l := getLog(t, tb, "batched")
+	waitEnd(t, l, (batches-1)*batch, 200, 30*time.Second)
+	if grown, refused := tb.ReadBufferStats(); grown != 1 || refused != 0 {
+		t.Fatalf("read buffers grown %d, refused %d after %d bytes in requests of 10,473 with a request's start still buffered; want 1 and 0", grown, refused, cut)
+	}
+	cl.write(stream[cut:])
+	waitEnd(t, l, batches*batch, 200, 30*time.Second)
+	tb.Flush("batched", 0)
+	var got []byte
+	for off := int64(0); off < int64(len(want)); {
+		code, part := cl.fetch("batched", 0, off, 1<<20)
+		if code != protocol.ErrNone || len(part) == 0 {
+			t.Fatalf("fetch at %d of %d: code %v, %d bytes", off, len(want), code, len(part))
+		}
+		_, used := payloads(t, part) // every CRC checks
+		got = append(got, part[:used]...)
+		off += int64(used)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the log holds %d bytes that differ from the %d sent", len(got), len(want))
 	}
 }
