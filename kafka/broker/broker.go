@@ -338,6 +338,7 @@ func (b *Broker) Close() error {
 		if b.spare != nil {
 			b.spare.Close()
 		}
+		wgrown, wrefused := b.logs.WriteBufferStats() // before Close hands them back
 		if err := b.logs.Close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -345,7 +346,8 @@ func (b *Broker) Close() error {
 		sleeps, woken := b.CoalesceStats()
 		grown, refused := b.ReadBufferStats()
 		b.log.Info("stopped", "addr", b.ln.Addr().String(), "coalesced_sleeps", sleeps, "ended_by_bound", woken, "early_acks", b.EarlyAcks(),
-			"grown_read_buffers", grown, "read_buffers_refused", refused, "err", b.closeErr)
+			"grown_read_buffers", grown, "read_buffers_refused", refused,
+			"grown_write_buffers", wgrown, "write_buffers_refused", wrefused, "err", b.closeErr)
 		close(b.done)
 	})
 	<-b.done

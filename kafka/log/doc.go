@@ -41,7 +41,8 @@
 //
 // §3.1: "A message is only exposed to the consumers after it is flushed."
 // Append copies a set into a small user-space buffer (or writes it straight
-// to the file when it is large); a flush writes that buffer out, fsyncs, and
+// to the file when it is large; the buffer of a log whose appends fill it
+// grows, writebuffer.go); a flush writes that buffer out, fsyncs, and
 // only then moves the high-water mark, the end consumers may read to. A flush
 // runs after Config.FlushInterval messages (signalled to a per-log flusher
 // goroutine, so the fsync never happens under the append lock) or every

@@ -12,10 +12,11 @@ import (
 	"github.com/kafkarepro/kafkarepro/kafka/message"
 )
 
-// writeBufferSize is the user-space buffer in front of the active segment.
-// Small appends (one 200-byte message) are copied here and reach the file
-// in one write per buffer-full, not one system call per message; a set at
-// least this large is written straight to the file.
+// writeBufferSize is the user-space buffer in front of the active segment,
+// as a log starts (a busy log's grows, writebuffer.go). Small appends (one
+// 200-byte message) are copied here and reach the file in one write per
+// buffer-full, not one system call per message; a set at least this large
+// is written straight to the file.
 const writeBufferSize = 64 << 10
 
 // Log is one partition: a sorted list of segments, of which only the last
@@ -33,12 +34,14 @@ type Log struct {
 	// mu serializes appends, rolls and deletions, and guards the fields
 	// below it. Readers do not take it.
 	mu       sync.Mutex
-	buf      []byte // bytes of the active segment not yet written to its file
-	written  int64  // bytes of the active segment already in its file
-	appended int64  // messages appended since the log was opened
-	lend     int64  // logical end: the 0.8 offset the next message gets (index.go)
-	nextIdx  int64  // the log offset from which an append adds an index entry (index.go)
-	inner    []int  // appendChecked's inner and counted for indexLocked, when nextIdx is -1
+	buf      []byte        // bytes of the active segment not yet written to its file
+	bufGrown bool          // buf is grownWriteBufferSize, counted in bufs (writebuffer.go)
+	bufs     *writeBuffers // the Manager's grown buffers; nil for a log opened on its own
+	written  int64         // bytes of the active segment already in its file
+	appended int64         // messages appended since the log was opened
+	lend     int64         // logical end: the 0.8 offset the next message gets (index.go)
+	nextIdx  int64         // the log offset from which an append adds an index entry (index.go)
+	inner    []int         // appendChecked's inner and counted for indexLocked, when nextIdx is -1
 	counted  bool
 	viewing  bool     // the active segment has a view that appends extend or end (view.go)
 	failed   *failure // non-nil while a storage error keeps appends out (failure.go)
@@ -205,12 +208,16 @@ func (l *Log) appendLocked(set []byte, count int, through bool) (offset int64, d
 		}
 	}
 	offset = l.leo.Load()
-	if through || len(l.buf)+len(set) > cap(l.buf) {
+	direct := through || len(set) >= writeBufferSize
+	if direct || len(l.buf)+len(set) > cap(l.buf) {
 		if err := l.drainLocked(active, int64(len(set))); err != nil {
 			return 0, false, err
 		}
+		if !direct {
+			l.growBufferLocked() // the buffer was full (writebuffer.go)
+		}
 	}
-	if through || len(set) >= cap(l.buf) {
+	if direct {
 		if err := writeAt(l.st, active, set, l.written); err != nil {
 			return 0, false, l.failLocked(err, int64(len(set)), false)
 		}
@@ -504,6 +511,10 @@ func (l *Log) Close() error {
 	l.flushMu.Unlock()
 	l.log.Info("log closed: its fsyncs", "dir", l.dir, "fsyncs", st.Count, "total", st.Total, "max", st.Max)
 	l.mu.Lock()
+	if l.bufGrown {
+		l.bufGrown = false
+		l.bufs.give()
+	}
 	for _, s := range *l.segs.Load() {
 		if e := s.idx.save(); e != nil {
 			l.log.Warn("could not save offset index; it is rebuilt on the next open", "err", e)

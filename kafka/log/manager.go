@@ -31,6 +31,7 @@ type Manager struct {
 	log  *slog.Logger // cfg.logger()
 	st   storage      // osStorage{} except in tests
 	lock *dirLock     // the log directory's LockFile, held until Close
+	bufs writeBuffers // its logs' grown write buffers (writebuffer.go)
 
 	mu     sync.RWMutex
 	logs   map[partitionKey]*Log
@@ -92,6 +93,7 @@ func loadManager(dir string, cfg Config, st storage) (*Manager, error) {
 		return nil, fmt.Errorf("log: list log directory %s: %w", dir, err)
 	}
 	m := &Manager{dir: dir, cfg: cfg, log: lg, st: st, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
+	m.bufs.max = maxGrownWriteBuffers
 	for _, e := range entries {
 		if e.Name() == CleanShutdownFile || e.Name() == LockFile || e.Name() == ReplicationCheckpointFile || e.Name() == ReplicationCheckpointFile+".tmp" ||
 			e.Name() == GroupOffsetsFile || e.Name() == GroupOffsetsFile+".tmp" {
@@ -114,6 +116,7 @@ func loadManager(dir string, cfg Config, st storage) (*Manager, error) {
 			m.closeLogs()
 			return nil, fmt.Errorf("log: load partition %s of %s: %w", e.Name(), dir, err)
 		}
+		l.bufs = &m.bufs
 		m.logs[partitionKey{topic, partition}] = l
 	}
 	if clean {
@@ -192,6 +195,7 @@ func (m *Manager) create(topic string, partition int) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.bufs = &m.bufs
 	m.logs[key] = l
 	m.log.Info("created partition", "topic", topic, "partition", partition, "dir", l.Dir())
 	return l, nil
