@@ -30,6 +30,7 @@ type Config struct {
 	RetentionHours      int            // log.retention.hours: delete segments older than this
 	RetentionSize       int64          // log.retention.size: delete oldest segments beyond this size; -1 off
 	CleanupIntervalMins int            // log.cleanup.interval.mins: how often retention runs
+	LogGrownBuffersMax  int            // log.grown.buffers.max: logs whose write buffer may grow to 1 MiB (package log); 0 none
 	SocketSendBuffer    int            // socket.send.buffer: SO_SNDBUF of accepted sockets; 0 = kernel default
 	SocketReceiveBuffer int            // socket.receive.buffer: SO_RCVBUF of accepted sockets; 0 = kernel default
 	MaxRequestBytes     int            // max.socket.request.bytes: larger requests close the connection
@@ -81,6 +82,7 @@ func DefaultConfig() Config {
 		RetentionHours:      168,
 		RetentionSize:       -1,
 		CleanupIntervalMins: 10,
+		LogGrownBuffersMax:  log.DefaultGrownWriteBuffers,
 		SocketSendBuffer:    100 << 10,
 		SocketReceiveBuffer: 100 << 10,
 		MaxRequestBytes:     100 << 20,
@@ -146,6 +148,7 @@ func (c Config) LogConfig() log.Config {
 		CleanupIntervalMins: c.CleanupIntervalMins,
 		NumPartitions:       c.NumPartitions,
 		TopicPartitions:     c.TopicPartitions,
+		GrownWriteBuffers:   c.LogGrownBuffersMax,
 	}
 }
 
@@ -205,6 +208,8 @@ func (c Config) Validate() error {
 		return bad("num.partitions", c.NumPartitions, "must be >= 1")
 	case c.LogFileSize <= 0:
 		return bad("log.file.size", c.LogFileSize, "must be > 0")
+	case c.LogGrownBuffersMax < 0:
+		return bad("log.grown.buffers.max", c.LogGrownBuffersMax, "must be >= 0 (0: no log's buffer grows)")
 	case c.SocketSendBuffer < 0:
 		return bad("socket.send.buffer", c.SocketSendBuffer, "must be >= 0")
 	case c.SocketReceiveBuffer < 0:
@@ -265,6 +270,7 @@ func (c *Config) fields() map[string]properties.Field {
 		"log.retention.hours":                           properties.Int(&c.RetentionHours),
 		"log.retention.size":                            properties.Int64(&c.RetentionSize),
 		"log.cleanup.interval.mins":                     properties.Int(&c.CleanupIntervalMins),
+		"log.grown.buffers.max":                         properties.Int(&c.LogGrownBuffersMax),
 		"socket.send.buffer":                            properties.Int(&c.SocketSendBuffer),
 		"socket.receive.buffer":                         properties.Int(&c.SocketReceiveBuffer),
 		"max.socket.request.bytes":                      properties.Int(&c.MaxRequestBytes),

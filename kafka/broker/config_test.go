@@ -92,6 +92,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"max.connections.per.ip=0", "max.connections.per.ip", "0"},
 		{"max.connections.per.ip=many", "max.connections.per.ip", "many"},
 		{"max.connections=-1", "max.connections", "-1"},
+		{"log.grown.buffers.max=-1", "log.grown.buffers.max", "-1"},
 	}
 	for _, c := range cases {
 		_, err := LoadConfig(writeFile(t, c.text+"\n"), nil)

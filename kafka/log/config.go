@@ -36,6 +36,10 @@ type Config struct {
 	// TopicPartitions is topic.partition.count.map: per-topic overrides of
 	// NumPartitions.
 	TopicPartitions map[string]int
+	// GrownWriteBuffers is log.grown.buffers.max: how many of the Manager's
+	// logs may grow their write buffer from 64 KiB to 1 MiB once appends
+	// fill it (writebuffer.go). Zero: none.
+	GrownWriteBuffers int
 
 	// Logger receives what the logs and the Manager report (recovery,
 	// rolls, deletions, storage errors), with the attribute component=log.
@@ -53,6 +57,7 @@ func DefaultConfig() Config {
 		RetentionSize:       -1,
 		CleanupIntervalMins: 10,
 		NumPartitions:       1,
+		GrownWriteBuffers:   DefaultGrownWriteBuffers,
 	}
 }
 
@@ -68,6 +73,9 @@ func (c Config) logger() *slog.Logger {
 func (c Config) validate() error {
 	if c.FileSize <= 0 {
 		return fmt.Errorf("log: invalid config: log.file.size %d must be positive", c.FileSize)
+	}
+	if c.GrownWriteBuffers < 0 {
+		return fmt.Errorf("log: invalid config: log.grown.buffers.max %d must be >= 0", c.GrownWriteBuffers)
 	}
 	return nil
 }

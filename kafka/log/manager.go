@@ -93,7 +93,7 @@ func loadManager(dir string, cfg Config, st storage) (*Manager, error) {
 		return nil, fmt.Errorf("log: list log directory %s: %w", dir, err)
 	}
 	m := &Manager{dir: dir, cfg: cfg, log: lg, st: st, logs: make(map[partitionKey]*Log), stop: make(chan struct{})}
-	m.bufs.max = maxGrownWriteBuffers
+	m.bufs.max = int64(cfg.GrownWriteBuffers)
 	for _, e := range entries {
 		if e.Name() == CleanShutdownFile || e.Name() == LockFile || e.Name() == ReplicationCheckpointFile || e.Name() == ReplicationCheckpointFile+".tmp" ||
 			e.Name() == GroupOffsetsFile || e.Name() == GroupOffsetsFile+".tmp" {

@@ -13,22 +13,22 @@ import "sync/atomic"
 // A set of at least writeBufferSize bytes is still written straight to the
 // file, grown buffer or not: its write(2) is large enough already.
 //
-// The grown buffers of a Manager's logs are at most maxGrownWriteBuffers
-// (32 MiB at 1 MiB each); a log opened on its own (Open) may grow its one
-// buffer. A grown buffer is kept for the log's life and handed back at
-// Close.
+// The grown buffers of a Manager's logs are at most
+// Config.GrownWriteBuffers (log.grown.buffers.max, default 32: 32 MiB); a
+// log opened on its own (Open) may grow its one buffer. A grown buffer is
+// kept for the log's life and handed back at Close.
 
 // grownWriteBufferSize is a grown write buffer: as large as the broker's
 // grown read buffer, so that one read's requests to one partition reach the
 // page cache in one write.
 const grownWriteBufferSize = 1 << 20
 
-// maxGrownWriteBuffers bounds the grown write buffers of one Manager.
-const maxGrownWriteBuffers = 32
+// DefaultGrownWriteBuffers is log.grown.buffers.max's default.
+const DefaultGrownWriteBuffers = 32
 
 // writeBuffers counts a Manager's grown write buffers.
 type writeBuffers struct {
-	max     int64 // maxGrownWriteBuffers; smaller in tests
+	max     int64 // Config.GrownWriteBuffers
 	held    atomic.Int64
 	refused atomic.Int64
 }

@@ -96,16 +96,17 @@ func TestWriteBufferStaysSmallWhenFlushedFirst(t *testing.T) {
 	}
 }
 
-// The Manager grants at most its bound of grown buffers: with a bound of
+// The Manager grants at most log.grown.buffers.max grown buffers: with
 // one, the first partition to fill its buffer grows it, the second keeps
 // 64 KiB and loses nothing, and Close hands the grown one back.
 func TestWriteBufferBoundedByManager(t *testing.T) {
 	w := &writes{}
-	m, err := openManager(t.TempDir(), testConfig(), w)
+	cfg := testConfig()
+	cfg.GrownWriteBuffers = 1 // log.grown.buffers.max=1
+	m, err := openManager(t.TempDir(), cfg, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.bufs.max = 1
 	var logs []*Log
 	for p := range 2 {
 		m.cfg.NumPartitions = 2
