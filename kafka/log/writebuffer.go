@@ -15,8 +15,8 @@ import "sync/atomic"
 //
 // The grown buffers of a Manager's logs are at most
 // Config.GrownWriteBuffers (log.grown.buffers.max, default 32: 32 MiB); a
-// log opened on its own (Open) may grow its one buffer. A grown buffer is
-// kept for the log's life and handed back at Close.
+// log opened on its own (Open) may grow its one buffer unless that is 0. A
+// grown buffer is kept for the log's life and handed back at Close.
 
 // grownWriteBufferSize is a grown write buffer: as large as the broker's
 // grown read buffer, so that one read's requests to one partition reach the
@@ -58,10 +58,10 @@ func (w *writeBuffers) give() {
 }
 
 // growBufferLocked gives the log the grown buffer, if it has not got it and
-// the Manager's bound allows. It is called by an append that found the
-// buffer full, just after the drain, so the buffer is empty. l.mu is held.
+// the bound allows. It is called by an append that found the buffer full,
+// just after the drain, so the buffer is empty. l.mu is held.
 func (l *Log) growBufferLocked() {
-	if l.bufGrown || len(l.buf) != 0 || !l.bufs.take() {
+	if l.bufGrown || len(l.buf) != 0 || l.cfg.GrownWriteBuffers <= 0 || !l.bufs.take() {
 		return
 	}
 	l.bufGrown = true

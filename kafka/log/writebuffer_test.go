@@ -72,6 +72,28 @@ func TestWriteBufferGrowsWhenFull(t *testing.T) {
 	checkMessages(t, msgs[10000:], 10000*209, 10000, 403, 200)
 }
 
+// With log.grown.buffers.max=0 a log opened on its own keeps 64 KiB too,
+// and writes 6 sets at a time.
+func TestWriteBufferGrowthOff(t *testing.T) {
+	w := &writes{}
+	cfg := testConfig()
+	cfg.GrownWriteBuffers = 0
+	l, err := open(t.TempDir(), cfg, false, nil, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 20 {
+		mustAppend(t, l, makeSet(i*50, 50, 200))
+	}
+	if cap(l.buf) != writeBufferSize {
+		t.Fatalf("write buffer of %d bytes with log.grown.buffers.max=0, want %d", cap(l.buf), writeBufferSize)
+	}
+	if got, want := w.take(), []int{6 * batch50, 6 * batch50, 6 * batch50}; !slices.Equal(got, want) {
+		t.Fatalf("writes of %v bytes, want %v", got, want)
+	}
+}
+
 // A log that never fills its buffer between flushes keeps 64 KiB.
 func TestWriteBufferStaysSmallWhenFlushedFirst(t *testing.T) {
 	w := &writes{}
