@@ -116,8 +116,8 @@ func (b *Broker) serveConn(c *net.TCPConn, st *connState) {
 		var n int
 		var err error
 		cn.armIdle()
-		if cn.co.quiet {
-			cn.growRead() // if this producer outruns the read buffer (readbuffer.go)
+		if cn.co.quiet && cn.src.full {
+			cn.growRead() // this producer outruns the read buffer (readbuffer.go)
 		}
 		if cn.co.quiet && cn.r.Buffered() == 0 {
 			// Nothing to answer and nothing left to read: acknowledge what

@@ -54,9 +54,10 @@ func (f *fillReader) Read(p []byte) (int, error) {
 }
 
 // growRead is called between requests, after one that gets no answer and
-// with no body held in the buffer (releaseBody): it gives the connection
-// the grown buffer if a read since the last call filled the room it had
-// and the budget allows. The bytes still buffered, the start of the
+// with no body held in the buffer (releaseBody), when a read since the last
+// call filled the room it had (the loop tests src.full first, so a request
+// pays a flag test): it gives the connection the grown buffer if the budget
+// allows. The bytes still buffered, the start of the
 // requests to come, are carried into the new buffer at once, so that
 // r.Buffered() keeps counting them (the loop sleeps only when it is 0).
 func (cn *conn) growRead() {

@@ -29,6 +29,19 @@ func (w *writes) take() []int {
 	return s
 }
 
+// openWrites opens a log in a temporary folder that writes through a
+// writes, closed when the test ends.
+func openWrites(t *testing.T, cfg Config) (*Log, *writes) {
+	t.Helper()
+	w := &writes{}
+	l, err := open(t.TempDir(), cfg, false, nil, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, w
+}
+
 // A batch of 50 messages of 200 bytes: 50 × (4 + 1 + 4 + 200) = 10,450 bytes.
 const batch50 = 50 * (4 + 1 + 4 + 200)
 
@@ -40,12 +53,7 @@ const batch50 = 50 * (4 + 1 + 4 + 200)
 // to the file, after what the buffer holds. Every message reads back in
 // order.
 func TestWriteBufferGrowsWhenFull(t *testing.T) {
-	w := &writes{}
-	l, err := open(t.TempDir(), testConfig(), false, nil, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, w := openWrites(t, testConfig())
 	if len(makeSet(0, 50, 200)) != batch50 {
 		t.Fatalf("a set of 50 messages of 200 bytes is %d bytes, want %d", len(makeSet(0, 50, 200)), batch50)
 	}
@@ -75,14 +83,9 @@ func TestWriteBufferGrowsWhenFull(t *testing.T) {
 // With log.grown.buffers.max=0 a log opened on its own keeps 64 KiB too,
 // and writes 6 sets at a time.
 func TestWriteBufferGrowthOff(t *testing.T) {
-	w := &writes{}
 	cfg := testConfig()
 	cfg.GrownWriteBuffers = 0
-	l, err := open(t.TempDir(), cfg, false, nil, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, w := openWrites(t, cfg)
 	for i := range 20 {
 		mustAppend(t, l, makeSet(i*50, 50, 200))
 	}
@@ -96,12 +99,7 @@ func TestWriteBufferGrowthOff(t *testing.T) {
 
 // A log that never fills its buffer between flushes keeps 64 KiB.
 func TestWriteBufferStaysSmallWhenFlushedFirst(t *testing.T) {
-	w := &writes{}
-	l, err := open(t.TempDir(), testConfig(), false, nil, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, w := openWrites(t, testConfig())
 	for i := range 50 {
 		mustAppend(t, l, makeSet(i*50, 50, 200))
 		if i%5 == 4 {
