@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Settings = Settings()
 	}
 	if cfg.Baseline != nil {
-		l.BaselineProps = formatProps(cfg.Baseline)
+		l.BaselineProps = FormatProps(cfg.Baseline)
 	}
 	one := func(s Setting, extra map[string]string, label string) SettingResult {
 		r, err := runSetting(ctx, cfg, s, extra)
@@ -366,8 +366,8 @@ func Section(l *Result) string {
 	return b.String()
 }
 
-// formatProps is "k=v k2=v2", sorted by key.
-func formatProps(props map[string]string) string {
+// FormatProps is "k=v k2=v2", sorted by key: how a report names settings.
+func FormatProps(props map[string]string) string {
 	var kv []string
 	for _, k := range slices.Sorted(maps.Keys(props)) {
 		kv = append(kv, k+"="+props[k])

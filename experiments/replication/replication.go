@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/kafkarepro/kafkarepro/experiments/latency"
 	"github.com/kafkarepro/kafkarepro/experiments/machine"
 	"github.com/kafkarepro/kafkarepro/experiments/measure"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
@@ -100,6 +102,8 @@ type ModeResult struct {
 	CPU         []ProcessCPU `json:"cpu"`
 	CPUMeasured bool         `json:"cpu_measured"`
 	Load        string       `json:"load"`
+	// Settings are the leader's settings (kafkaproc.Describe).
+	Settings string `json:"settings,omitempty"`
 	// Profiles is the top of each broker's CPU profile over the mode, by broker id.
 	Profiles map[string]string `json:"profiles,omitempty"`
 	Error    string            `json:"error,omitempty"`
@@ -126,7 +130,11 @@ type Result struct {
 	Cores          int          `json:"cores"`
 	BrokerSettings string       `json:"broker_settings"`
 	Results        []ModeResult `json:"results"`
-	Error          string       `json:"error,omitempty"`
+	// Baseline is each acks=-1 mode measured again, right after its own, with BaselineProps over its
+	// settings (Config.Baseline); report.go sets their latencies side by side.
+	Baseline      []ModeResult `json:"baseline,omitempty"`
+	BaselineProps string       `json:"baseline_props,omitempty"`
+	Error         string       `json:"error,omitempty"`
 }
 
 // Mode returns the named mode's result, if it ran.
@@ -209,6 +217,10 @@ type Config struct {
 	// Host is where the brokers run (the server host over a link); the
 	// zero Host is this machine's loopback.
 	Host localsvc.Host
+	// Baseline, when set, are settings to run each acks=-1 mode with a second time, right after the
+	// first, on a cluster of its own (Result.Baseline): broker settings, and the producer's properties as
+	// latency.ProducerPrefix keys, as figure 7's baseline takes them.
+	Baseline map[string]string
 }
 
 // Run runs every mode in turn. A mode that fails is recorded with its error and the others
@@ -222,29 +234,41 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	cfg.Messages -= cfg.Messages % Batch
 	rep := &Result{Messages: cfg.Messages, MessageSize: cfg.MessageSize, Batch: Batch, Cores: runtime.NumCPU()}
+	if cfg.Baseline != nil {
+		rep.BaselineProps = latency.FormatProps(cfg.Baseline)
+	}
 	var errs []error
+	measureMode := func(i int, m Mode, extra map[string]string, with string) ModeResult {
+		if cfg.Progress != nil {
+			cfg.Progress(fmt.Sprintf("replication (figure 6): %s, %d messages%s", m.Name, cfg.Messages, with))
+		}
+		r, settings, err := runMode(ctx, cfg, i, m, extra)
+		r.Settings = settings
+		if err != nil {
+			r.Error = err.Error()
+			errs = append(errs, fmt.Errorf("experiments: replication %s%s: %w", m.Name, with, err))
+		}
+		if rep.BrokerSettings == "" && extra == nil {
+			rep.BrokerSettings = settings
+		}
+		return r
+	}
 	for i, m := range Modes() {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		if cfg.Progress != nil {
-			cfg.Progress(fmt.Sprintf("replication (figure 6): %s, %d messages", m.Name, cfg.Messages))
+		rep.Results = append(rep.Results, measureMode(i, m, nil, ""))
+		if cfg.Baseline != nil && m.Acks == -1 && ctx.Err() == nil {
+			rep.Baseline = append(rep.Baseline, measureMode(i, m, cfg.Baseline, " with "+rep.BaselineProps))
 		}
-		r, settings, err := runMode(ctx, cfg, i, m)
-		if err != nil {
-			r.Error = err.Error()
-			errs = append(errs, fmt.Errorf("experiments: replication %s: %w", m.Name, err))
-		}
-		if rep.BrokerSettings == "" {
-			rep.BrokerSettings = settings
-		}
-		rep.Results = append(rep.Results, r)
 	}
 	if base, ok := rep.Mode(Modes()[0].Name); ok && base.Test.MsgPerS > 0 && base.Test.SendMsgPerS > 0 {
-		for i := range rep.Results {
-			t := rep.Results[i].Test
-			rep.Results[i].Ratio = t.SendMsgPerS / base.Test.SendMsgPerS
-			rep.Results[i].StoredRatio = t.MsgPerS / base.Test.MsgPerS
+		for _, rs := range [][]ModeResult{rep.Results, rep.Baseline} {
+			for i := range rs {
+				t := rs[i].Test
+				rs[i].Ratio = t.SendMsgPerS / base.Test.SendMsgPerS
+				rs[i].StoredRatio = t.MsgPerS / base.Test.MsgPerS
+			}
 		}
 	}
 	return rep, errors.Join(errs...)
@@ -273,11 +297,16 @@ func (c *replCluster) stop() error {
 	return errors.Join(errs...)
 }
 
-func startReplCluster(ctx context.Context, cfg Config, dir, connect string) (*replCluster, error) {
+// startReplCluster starts the mode's brokers with extra over the shipped settings.
+func startReplCluster(ctx context.Context, cfg Config, dir, connect string, extra map[string]string) (*replCluster, error) {
 	c := &replCluster{}
 	for id := range Brokers {
-		o := kafkaproc.Options{Bin: cfg.Bin, Dir: filepath.Join(dir, "broker-"+strconv.Itoa(id)), Host: cfg.Host,
-			Override: map[string]string{"brokerid": strconv.Itoa(id), "enable.zookeeper": "true", "zk.connect": connect}}
+		override := maps.Clone(extra)
+		if override == nil {
+			override = map[string]string{}
+		}
+		maps.Copy(override, map[string]string{"brokerid": strconv.Itoa(id), "enable.zookeeper": "true", "zk.connect": connect})
+		o := kafkaproc.Options{Bin: cfg.Bin, Dir: filepath.Join(dir, "broker-"+strconv.Itoa(id)), Host: cfg.Host, Override: override}
 		if cfg.Profile {
 			prof := filepath.Join(dir, "broker-"+strconv.Itoa(id)+".prof")
 			o.Args = []string{"--cpuprofile", prof}
@@ -292,13 +321,16 @@ func startReplCluster(ctx context.Context, cfg Config, dir, connect string) (*re
 	return c, nil
 }
 
-func runMode(ctx context.Context, cfg Config, i int, m Mode) (r ModeResult, settings string, err error) {
+// runMode measures mode m on a cluster of its own, with extra's broker settings over the shipped ones
+// and its producer properties (latency.ProducerPrefix) over the experiment's producer's.
+func runMode(ctx context.Context, cfg Config, i int, m Mode, extra map[string]string) (r ModeResult, settings string, err error) {
+	brokerProps, producerProps := latency.SplitProducer(extra, nil)
 	r.Mode = m
 	r.Test = measure.Result{System: m.Name, Test: "producer", Batch: Batch}
 	dir := filepath.Join(cfg.Dir, "mode-"+strconv.Itoa(i))
 	defer os.RemoveAll(dir)
 	connect := cfg.ZooKeeper + "/fig6-" + strconv.Itoa(i) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	c, err := startReplCluster(ctx, cfg, dir, connect)
+	c, err := startReplCluster(ctx, cfg, dir, connect, brokerProps)
 	if err != nil {
 		return r, "", err
 	}
@@ -345,6 +377,11 @@ func runMode(ctx context.Context, cfg Config, i int, m Mode) (r ModeResult, sett
 	pcfg.MetadataBrokerList, pcfg.RequiredAcks, pcfg.Magic = c.brokerList(), m.Acks, message.MagicV0
 	pcfg.RequestTimeout = 30 * time.Second
 	pcfg.MaxInFlight = max(m.InFlight, 1)
+	for k, v := range producerProps {
+		if err := pcfg.Set(k, v); err != nil {
+			return r, settings, err
+		}
+	}
 	p, err := producer.NewSync(pcfg)
 	if err != nil {
 		return r, settings, err

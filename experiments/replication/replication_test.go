@@ -94,7 +94,8 @@ func TestIntegration_RunReplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := Run(context.Background(), Config{Bin: bin, ZooKeeper: connect, Dir: t.TempDir(),
-		Messages: 5000, Profile: true, Progress: func(s string) { t.Log(s) }})
+		Messages: 5000, Profile: true, Progress: func(s string) { t.Log(s) },
+		Baseline: map[string]string{"produce.coalesce.max.us": "0", "producer:socket.nagle.disable": "true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +116,19 @@ func TestIntegration_RunReplication(t *testing.T) {
 			t.Errorf("%s: profiles %v", x.Mode.Name, x.Profiles)
 		}
 	}
+	// The baseline: each acks=-1 mode again, on brokers started with its settings.
+	if len(r.Baseline) != 2 || r.BaselineProps != "produce.coalesce.max.us=0 producer:socket.nagle.disable=true" {
+		t.Fatalf("%d baseline modes with %q, want the two acks=-1 modes", len(r.Baseline), r.BaselineProps)
+	}
+	for k, x := range r.Baseline {
+		if want := Modes()[3+k]; x.Mode != want || x.P99Ms <= 0 || x.Ratio <= 0 || !strings.Contains(x.Settings, "produce.coalesce.max.us=0") {
+			t.Errorf("baseline %d: mode %+v, p99 %.3f ms, ratio %.2f, settings %q; want %s with produce.coalesce.max.us=0",
+				k, x.Mode, x.P99Ms, x.Ratio, x.Settings, want.Name)
+		}
+	}
+	if strings.Contains(r.Results[3].Settings, "produce.coalesce.max.us=0") {
+		t.Errorf("the measured mode ran with the baseline's settings: %q", r.Results[3].Settings)
+	}
 	if base := r.Results[0]; base.Ratio != 1 || base.StoredRatio != 1 {
 		t.Errorf("the 1-replica mode is the baseline: ratios %.2f, %.2f", base.Ratio, base.StoredRatio)
 	}
@@ -127,9 +141,40 @@ func TestIntegration_RunReplication(t *testing.T) {
 	}
 	sec := Section(r)
 	t.Logf("\n%s", sec)
-	for _, want := range []string{"| 3 replicas, acks=-1 |", "Kreps 2014", "0.96×", "0.51×", "cores busy", "Speed targets", "broker 0:"} {
+	for _, want := range []string{"| 3 replicas, acks=-1 |", "Kreps 2014", "0.96×", "0.51×", "cores busy", "Speed targets", "broker 0:", "The acks=-1 modes again with"} {
 		if !strings.Contains(sec, want) {
 			t.Errorf("REPORT section lacks %q", want)
 		}
+	}
+}
+
+// Each acks=-1 mode's latency beside the baseline's, under figure 7's rule: the 64-in-flight mode's p99
+// 4.40 ms against 4.00 ms is 1.10× (holds), the one-in-flight mode's 1.12 ms against 1.00 ms is 1.12×
+// (does not); a baseline that failed says so instead of a ratio.
+func TestBaselineSection(t *testing.T) {
+	m := Modes()
+	r := &Result{BaselineProps: "produce.coalesce.max.us=0", Results: []ModeResult{
+		{Mode: m[3], P50Ms: 2.0, P99Ms: 4.4, Test: measure.Result{SendMsgPerS: 1_200_000}},
+		{Mode: m[4], P50Ms: 0.2, P99Ms: 1.12, Test: measure.Result{SendMsgPerS: 180_000}},
+	}, Baseline: []ModeResult{
+		{Mode: m[3], P50Ms: 2.5, P99Ms: 4.0, Test: measure.Result{SendMsgPerS: 1_000_000}},
+		{Mode: m[4], P50Ms: 0.2, P99Ms: 1.0, Test: measure.Result{SendMsgPerS: 190_000}},
+	}}
+	s := baselineSection(r)
+	for _, want := range []string{
+		"| 3 replicas, acks=-1 | 1,000,000 | 1,200,000 | 2.50 | 2.00 | 0.80 | 4.00 | 4.40 | 1.10 | yes |",
+		"| 3 replicas, acks=-1, 1 in flight | 190,000 | 180,000 | 0.20 | 0.20 | 1.00 | 1.00 | 1.12 | 1.12 | no |",
+		"`produce.coalesce.max.us=0`",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("section lacks %q:\n%s", want, s)
+		}
+	}
+	r.Baseline[1].Error, r.Baseline[1].P99Ms = "broker 1 did not start", 0
+	if s := baselineSection(r); !strings.Contains(s, "| 3 replicas, acks=-1, 1 in flight | not measured: broker 1 did not start |") {
+		t.Errorf("a failed baseline:\n%s", s)
+	}
+	if s := baselineSection(&Result{Results: r.Results}); s != "" {
+		t.Errorf("no baseline, yet a section: %q", s)
 	}
 }

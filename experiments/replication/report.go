@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kafkarepro/kafkarepro/experiments/figure"
+	"github.com/kafkarepro/kafkarepro/experiments/latency"
 )
 
 // Section is REPORT.md's section on figure 6: the modes' table, the reference ratios beside
@@ -76,6 +77,7 @@ func Section(r *Result) string {
 			}
 		}
 	}
+	b.WriteString(baselineSection(r))
 	lines, _ := r.Checks()
 	b.WriteString("\nSpeed targets (the same run):\n\n")
 	for _, l := range lines {
@@ -137,4 +139,30 @@ func cpuBound(x ModeResult, cores int) string {
 	}
 	return fmt.Sprintf("; all processes spent %.2f µs of CPU per message, so %d cores allow at most %s msg/s (%.0f%% reached)",
 		perMsg*1e6, cores, figure.Commas(limit), 100*x.Test.MsgPerS/limit)
+}
+
+// baselineSection sets each acks=-1 mode's latency beside the same mode's with the baseline settings
+// (Result.Baseline), under figure 7's rule (latency.Within10); "" without a baseline.
+func baselineSection(r *Result) string {
+	if len(r.Baseline) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nThe acks=-1 modes again with `%s` over the settings above (the baseline, as figure 7's; a `producer:` key is a property of the producer), each right after its own on a cluster of its own; a percentile holds when it is at most 10%% above the baseline's (or lower):\n\n", r.BaselineProps)
+	b.WriteString("| mode | msg/s baseline | msg/s | p50 ms baseline | p50 ms | after / before | p99 ms baseline | p99 ms | after / before | both within 10% or better |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, base := range r.Baseline {
+		x, ok := r.Mode(base.Mode.Name)
+		if !ok || x.Error != "" || base.Error != "" || base.P50Ms <= 0 || base.P99Ms <= 0 {
+			fmt.Fprintf(&b, "| %s | not measured: %s |||||||||\n", base.Mode.Name, figure.OneLine(base.Error+x.Error))
+			continue
+		}
+		holds := "no"
+		if latency.Within10(x.P50Ms, base.P50Ms) && latency.Within10(x.P99Ms, base.P99Ms) {
+			holds = "yes"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", base.Mode.Name,
+			figure.Commas(base.Test.SendMsgPerS), figure.Commas(x.Test.SendMsgPerS),
+			base.P50Ms, x.P50Ms, x.P50Ms/base.P50Ms, base.P99Ms, x.P99Ms, x.P99Ms/base.P99Ms, holds)
+	}
+	return b.String()
 }

@@ -45,7 +45,7 @@ func further(o options, stderr io.Writer) []furtherExperiment {
 		}},
 		{"replication", o.replication > 0, func(ctx context.Context, sum *experiments.Summary) error {
 			fmt.Fprintf(stderr, "reproduce: replication experiment (figure 6), %d messages per mode\n", o.replication)
-			r, err := runReplication(ctx, o.host, o.replication, o.size, stderr)
+			r, err := runReplication(ctx, o.host, o.replication, o.size, o.latencyBaseline, stderr)
 			sum.Replication = withError(r, err, func(r *replication.Result) *string { return &r.Error })
 			return err
 		}},

@@ -64,8 +64,9 @@ type options struct {
 	holdFreed   bool          // machine.HoldFreedMemory for the run
 	latency     time.Duration // paced phase per flush setting of figure 7; 0: not run
 	latencyRate int           // its producer's rate (0: half our batch-1 producer's)
-	// latencyBaseline are broker settings figure 7 is measured with a second
-	// time, flush setting by flush setting (latency.Config.Baseline); nil: not.
+	// latencyBaseline are settings figure 7 is measured with a second time,
+	// flush setting by flush setting (latency.Config.Baseline), and figure
+	// 6's acks=-1 modes, mode by mode (replication.Config.Baseline); nil: not.
 	latencyBaseline map[string]string
 	replication     int       // messages per mode of figure 6's replication experiment; 0: not run
 	protocols       int       // messages per path of the protocols experiment; 0: not run
@@ -99,7 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	compression := fs.Int("compression-messages", -1, "messages per codec of the compression experiment (default: --messages, at most 1,000,000; 0 skips it)")
 	latency := fs.Duration("latency-seconds", -1, "paced phase per flush setting of figure 7, the latency experiment (default 20s, 4s with --quick; 0 skips it)")
 	fs.IntVar(&o.latencyRate, "latency-rate", 0, "figure 7's producer rate in msg/s (0: half our batch-1 producer's rate in this run)")
-	baseline := fs.String("latency-baseline", "produce.coalesce.max.us=0,producer:socket.nagle.disable=true", "settings key=value[,key=value] to measure figure 7 with a second time, each flush setting right after the first, for REPORT.md's before-and-after table: broker settings, and producer properties as producer:KEY (default: the batch-1 path before coalescing and Nagle's algorithm, the broker's coalescing off and the producer's TCP_NODELAY on; empty: not)")
+	baseline := fs.String("latency-baseline", "produce.coalesce.max.us=0,log.grown.buffers.max=0,producer:socket.nagle.disable=true", "settings key=value[,key=value] to measure figure 7 with a second time, each flush setting right after the first, and figure 6's acks=-1 modes, each right after the first, for REPORT.md's before-and-after tables: broker settings, and producer properties as producer:KEY (default: the produce path before the broker coalesced its wake-ups and grew its logs' write buffers and before the producer left Nagle's algorithm on: coalescing off, no grown write buffers, the producer's TCP_NODELAY on; empty: not)")
 	fs.BoolVar(&o.holdFreed, "hold-freed-memory", true, "on a VM whose kernel reports freed pages to its host, keep them in the guest for the run (root; machine.HoldFreedMemory), so that a page written again does not cost a host fault; REPORT.md says which")
 	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the machine's ceiling (experiments/ceiling) right after our tests, for REPORT.md")
 	var err error

@@ -128,14 +128,18 @@ func TestIntegration_ReproduceQuick(t *testing.T) {
 		t.Errorf("REPORT.md does not list the consumer's rounds")
 	}
 	if l := sum.Latency; l == nil || len(l.Settings) != len(latency.Settings()) || l.Error != "" ||
-		len(l.Baseline) != len(l.Settings) || l.BaselineProps != "produce.coalesce.max.us=0 producer:socket.nagle.disable=true" {
+		len(l.Baseline) != len(l.Settings) || l.BaselineProps != "log.grown.buffers.max=0 produce.coalesce.max.us=0 producer:socket.nagle.disable=true" {
 		t.Errorf("latency experiment, with its baseline by default: %+v", l)
 	}
 	if report, _ := os.ReadFile(filepath.Join(out, "REPORT.md")); !strings.Contains(string(report), "settings hold on both percentiles") {
 		t.Errorf("REPORT.md does not set figure 7 beside its baseline")
 	}
-	if r := sum.Replication; r == nil || len(r.Results) != len(replication.Modes()) || r.Results[3].P99Ms <= 0 {
-		t.Errorf("replication experiment: %+v", r)
+	if r := sum.Replication; r == nil || len(r.Results) != len(replication.Modes()) || r.Results[3].P99Ms <= 0 ||
+		len(r.Baseline) != 2 || r.Baseline[0].Mode != r.Results[3].Mode || r.Baseline[0].P99Ms <= 0 || r.BaselineProps != sum.Latency.BaselineProps {
+		t.Errorf("replication experiment, with its acks=-1 modes' baseline by default: %+v", r)
+	}
+	if report, _ := os.ReadFile(filepath.Join(out, "REPORT.md")); !strings.Contains(string(report), "The acks=-1 modes again with") {
+		t.Errorf("REPORT.md does not set figure 6's acks=-1 modes beside their baseline")
 	}
 	// The Kafka protocol beside the paper's: four paths, each phase measured, in REPORT.md.
 	if p := sum.Protocols; p == nil || len(p.Paths) != 4 || p.Error != "" {

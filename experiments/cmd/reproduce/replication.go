@@ -17,8 +17,9 @@ import (
 
 // runReplication runs figure 6's experiment (package replication): ZooKeeper on the servers' host
 // (this machine, or the server host over a link; scripts/zookeeper.sh, as the tests run it) and, mode by
-// mode, three broker processes started by the one launcher (internal/kafkaproc) with CPU profiles.
-func runReplication(ctx context.Context, host localsvc.Host, n, size int, stderr io.Writer) (*replication.Result, error) {
+// mode, three broker processes started by the one launcher (internal/kafkaproc) with CPU profiles;
+// baseline, when set, runs the acks=-1 modes a second time with it (replication.Config.Baseline).
+func runReplication(ctx context.Context, host localsvc.Host, n, size int, baseline map[string]string, stderr io.Writer) (*replication.Result, error) {
 	repo, err := localsvc.RepoDir()
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func runReplication(ctx context.Context, host localsvc.Host, n, size int, stderr
 		return nil, err
 	}
 	r, err := replication.Run(ctx, replication.Config{Bin: bin, ZooKeeper: net.JoinHostPort(host.Address(), strconv.Itoa(port)), Host: host,
-		Dir: filepath.Join(tmp, "brokers"), Messages: n, MessageSize: size, Profile: true,
+		Dir: filepath.Join(tmp, "brokers"), Messages: n, MessageSize: size, Profile: true, Baseline: baseline,
 		Progress: func(s string) { fmt.Fprintln(stderr, "reproduce:", s) }})
 	return r, errors.Join(err, zkSrv.Stop())
 }
