@@ -14,5 +14,8 @@
 // exposes the last message, that is until it is committed and flushed), the latency of every acknowledged
 // send in an HdrHistogram (p50, p99, p99.9), and what bounds the rate: the CPU time every process used and
 // the time its threads waited for a core (Linux schedstat), and the top of each broker's CPU profile
-// (server-start --cpuprofile, read with `go tool pprof -top`).
+// (server-start --cpuprofile, read with `go tool pprof -top`). With Config.Baseline, each acks=-1 mode is
+// measured a second time right after its own, on a cluster started with those settings (figure 7's
+// baseline, package latency), and the report sets the two modes' latencies side by side under figure 7's
+// rule: an acknowledged produce must not wait on what the baseline turns off.
 package replication
