@@ -394,21 +394,29 @@ func baselineSection(l *Result) string {
 			break
 		}
 		r := l.Settings[i]
-		ok := r.Error == "" && base.Error == "" && Within10(r.P50Ms, base.P50Ms) && Within10(r.P99Ms, base.P99Ms)
+		cells, ok := BesideBaseline(r.P50Ms, r.P99Ms, base.P50Ms, base.P99Ms, 1)
 		verdict := "no"
-		if ok {
+		if ok && r.Error == "" && base.Error == "" {
 			verdict, holds = "yes", holds+1
 		}
-		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %s | %.1f | %.1f | %s | %s |\n", r.Setting.Name, base.P50Ms, r.P50Ms, ratio(r.P50Ms, base.P50Ms),
-			base.P99Ms, r.P99Ms, ratio(r.P99Ms, base.P99Ms), verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.Setting.Name, cells, verdict)
 	}
 	fmt.Fprintf(&b, "\n%d of %d settings hold on both percentiles in this run.\n", holds, len(l.Baseline))
 	return b.String()
 }
 
-func ratio(a, b float64) string {
-	if b <= 0 {
-		return "n/a"
+// BesideBaseline is the cells of one row of a before-and-after table of
+// latency (figure 7's, figure 6's acks=-1 modes): for p50 and then p99, the
+// baseline's milliseconds, the run's and after / before, with digits
+// decimals; holds is whether both percentiles keep Within10.
+func BesideBaseline(p50, p99, baseP50, baseP99 float64, digits int) (cells string, holds bool) {
+	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', digits, 64) }
+	ratio := func(a, b float64) string {
+		if b <= 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", a/b)
 	}
-	return fmt.Sprintf("%.2f", a/b)
+	cells = strings.Join([]string{ms(baseP50), ms(p50), ratio(p50, baseP50), ms(baseP99), ms(p99), ratio(p99, baseP99)}, " | ")
+	return cells, Within10(p50, baseP50) && Within10(p99, baseP99)
 }

@@ -301,10 +301,8 @@ func (c *replCluster) stop() error {
 func startReplCluster(ctx context.Context, cfg Config, dir, connect string, extra map[string]string) (*replCluster, error) {
 	c := &replCluster{}
 	for id := range Brokers {
-		override := maps.Clone(extra)
-		if override == nil {
-			override = map[string]string{}
-		}
+		override := map[string]string{}
+		maps.Copy(override, extra) // then the cluster's own, which extra cannot change
 		maps.Copy(override, map[string]string{"brokerid": strconv.Itoa(id), "enable.zookeeper": "true", "zk.connect": connect})
 		o := kafkaproc.Options{Bin: cfg.Bin, Dir: filepath.Join(dir, "broker-"+strconv.Itoa(id)), Host: cfg.Host, Override: override}
 		if cfg.Profile {

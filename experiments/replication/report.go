@@ -142,7 +142,7 @@ func cpuBound(x ModeResult, cores int) string {
 }
 
 // baselineSection sets each acks=-1 mode's latency beside the same mode's with the baseline settings
-// (Result.Baseline), under figure 7's rule (latency.Within10); "" without a baseline.
+// (Result.Baseline), in figure 7's cells and under its rule (latency.BesideBaseline); "" without a baseline.
 func baselineSection(r *Result) string {
 	if len(r.Baseline) == 0 {
 		return ""
@@ -156,13 +156,13 @@ func baselineSection(r *Result) string {
 			fmt.Fprintf(&b, "| %s | not measured: %s |||||||||\n", base.Mode.Name, figure.OneLine(base.Error+x.Error))
 			continue
 		}
+		cells, ok := latency.BesideBaseline(x.P50Ms, x.P99Ms, base.P50Ms, base.P99Ms, 2)
 		holds := "no"
-		if latency.Within10(x.P50Ms, base.P50Ms) && latency.Within10(x.P99Ms, base.P99Ms) {
+		if ok {
 			holds = "yes"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", base.Mode.Name,
-			figure.Commas(base.Test.SendMsgPerS), figure.Commas(x.Test.SendMsgPerS),
-			base.P50Ms, x.P50Ms, x.P50Ms/base.P50Ms, base.P99Ms, x.P99Ms, x.P99Ms/base.P99Ms, holds)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", base.Mode.Name,
+			figure.Commas(base.Test.SendMsgPerS), figure.Commas(x.Test.SendMsgPerS), cells, holds)
 	}
 	return b.String()
 }
