@@ -42,6 +42,7 @@ type SyncProducer struct {
 	pool        *pool
 
 	topics topicCache // names that passed validation (topics.go)
+	routes routeCache // where sends went, where that cannot change (route.go)
 
 	meta    *metadataCache // nil in 0.7's exact mode (replicated.go)
 	leaders *leaderConns   // connections to leaders found by metadata
@@ -92,6 +93,27 @@ func NewSyncWithDiscovery(cfg Config, disc Discovery, p Partitioner) *SyncProduc
 // partition; an explicit partition goes to the lowest-id broker that has it
 // (with broker.list: the lowest-id broker), so its order is kept.
 func (p *SyncProducer) Send(topic string, partition int32, msgs ...[]byte) error {
+	if r := p.routes.find(topic, partition); r != nil {
+		// The short way (route.go), written out here rather than called,
+		// so that few of our frames are under the write(2): each ends in a
+		// return made after the kernel's deep call chain has replaced the
+		// processor's predictions of where returns go.
+		if err := p.checkSizes(topic, msgs); err != nil {
+			return err
+		}
+		c := r.c
+		c.mu.Lock()
+		c.frameLocked(topic, r.dst.Part, p.cfg.Magic, msgs)
+		err := c.writeLocked()
+		c.mu.Unlock()
+		return err
+	}
+	return p.sendLong(topic, partition, msgs)
+}
+
+// sendLong is Send without a remembered route: the topic check, the
+// partition's choice and the connection's lookup come first.
+func (p *SyncProducer) sendLong(topic string, partition int32, msgs [][]byte) error {
 	if tm, err := p.replicatedChecked(topic); tm != nil || err != nil {
 		if err != nil {
 			return err
@@ -101,6 +123,13 @@ func (p *SyncProducer) Send(topic string, partition int32, msgs ...[]byte) error
 	dst, err := p.pick(topic, partition, nil)
 	if err != nil {
 		return err
+	}
+	if p.routable(partition) && !p.cfg.compresses(topic) {
+		c, err := p.pool.get(dst.BrokerID, p.disc)
+		if err != nil {
+			return err
+		}
+		p.routes.add(route{topic: topic, partition: partition, dst: dst, c: c})
 	}
 	return p.send(dst, topic, msgs, nil)
 }
@@ -218,10 +247,8 @@ func (p *SyncProducer) pick(topic string, partition int32, key []byte) (Partitio
 // set as is) in the connection's reused buffer with protocol's encoder and
 // writes it once.
 func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []byte) error {
-	for _, m := range msgs {
-		if p.cfg.MaxMessageSize > 0 && len(m) > p.cfg.MaxMessageSize {
-			return fmt.Errorf("producer: topic %q: message of %d bytes > %d: %w", topic, len(m), p.cfg.MaxMessageSize, ErrMessageTooLarge)
-		}
+	if err := p.checkSizes(topic, msgs); err != nil {
+		return err
 	}
 	if p.cfg.RequiredAcks != protocol.AcksNone {
 		// docs/PROTOCOL.md §10: an acknowledged produce to a 0.7 topic goes to the same broker and partition.
@@ -267,7 +294,27 @@ func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []by
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	err = p.sendUnanswered(c, dst, topic, msgs, set)
+	c.mu.Unlock()
+	return err
+}
+
+// checkSizes refuses a message over max.message.size before anything is sent.
+func (p *SyncProducer) checkSizes(topic string, msgs [][]byte) error {
+	if p.cfg.MaxMessageSize <= 0 {
+		return nil
+	}
+	for _, m := range msgs {
+		if len(m) > p.cfg.MaxMessageSize {
+			return fmt.Errorf("producer: topic %q: message of %d bytes > %d: %w", topic, len(m), p.cfg.MaxMessageSize, ErrMessageTooLarge)
+		}
+	}
+	return nil
+}
+
+// sendUnanswered frames one PRODUCE request that gets no answer in c's
+// buffer and writes it, with c.mu held.
+func (p *SyncProducer) sendUnanswered(c *brokerConn, dst Partition, topic string, msgs [][]byte, set []byte) error {
 	if msgs != nil && p.cfg.compresses(topic) {
 		// §3.1/0.7: a compressed batch is one magic-1 wrapper message.
 		c.scratch = c.scratch[:0]
@@ -284,15 +331,20 @@ func (p *SyncProducer) send(dst Partition, topic string, msgs [][]byte, set []by
 		c.buf = protocol.ProduceRequest{Topic: topic, Partition: dst.Part, Messages: set}.AppendTo(c.buf[:0])
 		return c.writeLocked()
 	}
-	// The messages are encoded straight into the request buffer: the same
-	// bytes as ProduceRequest.AppendTo with the set built beforehand, without
-	// the second buffer and copy.
-	b, f := protocol.AppendProduceHeader(c.buf[:0], topic, dst.Part)
+	c.frameLocked(topic, dst.Part, p.cfg.Magic, msgs)
+	return c.writeLocked()
+}
+
+// frameLocked frames one PRODUCE request of msgs, encoded in format magic,
+// in c.buf. The messages are encoded straight into the request buffer: the
+// same bytes as ProduceRequest.AppendTo with the set built beforehand,
+// without the second buffer and copy.
+func (c *brokerConn) frameLocked(topic string, part int32, magic byte, msgs [][]byte) {
+	b, f := protocol.AppendProduceHeader(c.buf[:0], topic, part)
 	for _, m := range msgs {
-		b = message.Append(b, p.cfg.Magic, m)
+		b = message.Append(b, magic, m)
 	}
 	c.buf = f.Finish(b)
-	return c.writeLocked()
 }
 
 // checkTopic refuses a name the broker would refuse: without a response,
@@ -333,8 +385,21 @@ type brokerConn struct {
 // connection and is retried once on a fresh one (the broker discards a
 // request cut short by a closed connection, so nothing is applied twice).
 func (c *brokerConn) writeLocked() error {
-	var err error
-	for attempt := 0; attempt < 2; attempt++ {
+	if c.conn == nil {
+		return c.dialWriteLocked(2, nil)
+	}
+	_, err := c.conn.Write(c.buf)
+	if err == nil {
+		return nil
+	}
+	c.closeLocked()
+	return c.dialWriteLocked(1, err)
+}
+
+// dialWriteLocked is writeLocked without an open connection: it dials and
+// writes, at most attempts times; err is the failed write before it, if any.
+func (c *brokerConn) dialWriteLocked(attempts int, err error) error {
+	for attempt := 0; attempt < attempts; attempt++ {
 		if c.conn == nil {
 			if err = c.dialLocked(); errors.Is(err, ErrClosed) {
 				break
