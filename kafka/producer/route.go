@@ -13,8 +13,8 @@ import (
 // one write(2); but before them the long way checks the topic's name, asks
 // the Discovery for the topic's partitions, picks one, and finds the
 // broker's connection in the pool. At one message per request that work
-// is a part of a send's time that shows (docs/PERFORMANCE.md, "The
-// producer probes' sender").
+// is a part of a send's time that shows (docs/PERFORMANCE.md, "the
+// send's short way").
 //
 // Where the answer cannot change, Send remembers it: for a topic and
 // partition, the partition picked and the broker's connection. The answer
