@@ -17,5 +17,7 @@
 // (server-start --cpuprofile, read with `go tool pprof -top`). With Config.Baseline, each acks=-1 mode is
 // measured a second time right after its own, on a cluster started with those settings (figure 7's
 // baseline, package latency), and the report sets the two modes' latencies side by side under figure 7's
-// rule: an acknowledged produce must not wait on what the baseline turns off.
+// rule: an acknowledged produce must not wait on what the baseline turns off. Of the baseline's
+// producer properties, socket.nagle.disable changes nothing here: only a connection whose requests get
+// no answer has Nagle's algorithm on (producer.Config.NagleDisable), and both modes are acknowledged.
 package replication
