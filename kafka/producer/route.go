@@ -65,6 +65,14 @@ func (rc *routeCache) find(topic string, partition int32) *route {
 	return nil
 }
 
+// room reports whether fewer than maxRoutes are held, so that past them the
+// long way does not look up a connection and take mu on every send for a
+// route add would refuse.
+func (rc *routeCache) room() bool {
+	p := rc.list.Load()
+	return p == nil || len(*p) < maxRoutes
+}
+
 // add remembers r, unless maxRoutes are held or it is there already.
 func (rc *routeCache) add(r route) {
 	rc.mu.Lock()

@@ -42,11 +42,7 @@ func TestSendRemembersOnlyRoutesThatCannotChange(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.BrokerList, cfg.Compression = c.list, c.codec
-			p, err := NewSync(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := newTestProducerConfig(t, cfg)
 			for range 3 {
 				if err := p.Send("t", c.partition, []byte("m")); err != nil {
 					t.Fatal(err)
@@ -61,12 +57,7 @@ func TestSendRemembersOnlyRoutesThatCannotChange(t *testing.T) {
 	// The rule itself for the producers that read answers: acks 1, and metadata (replicated topics).
 	cfg := DefaultConfig()
 	cfg.BrokerList, cfg.RequiredAcks = one, 1
-	acked, err := NewSync(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer acked.Close()
-	if acked.routable(0) {
+	if acked := newTestProducerConfig(t, cfg); acked.routable(0) {
 		t.Error("an acknowledged producer's route is remembered")
 	}
 	p := newTestProducer(t, one)
@@ -75,6 +66,37 @@ func TestSendRemembersOnlyRoutesThatCannotChange(t *testing.T) {
 		t.Error("a producer reading metadata remembers a route")
 	}
 }
+
+// A remembered route is taken: once it is there, Send neither checks the
+// name nor asks the Discovery, so a Discovery that now fails every call
+// does not reach it; a send without a route still asks and fails.
+func TestSendTakesTheRememberedRoute(t *testing.T) {
+	reqs := make(chan protocol.Request, 10)
+	p := newTestProducer(t, brokerList(0, fakeBroker(t, reqs)))
+	if err := p.Send("t", 0, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	p.disc = failingDiscovery{}
+	if err := p.Send("t", 0, []byte("second")); err != nil {
+		t.Fatalf("a send on the remembered route asked the Discovery: %v", err)
+	}
+	if err := p.Send("t", 1, []byte("other")); !errors.Is(err, errDiscoveryDown) {
+		t.Fatalf("a send without a route: %v, want the Discovery's error", err)
+	}
+	for _, want := range []string{"first", "second"} {
+		if r := (<-reqs).(protocol.ProduceRequest); r.Partition != 0 {
+			t.Fatalf("request for %q went to partition %d, want 0", want, r.Partition)
+		}
+	}
+}
+
+var errDiscoveryDown = errors.New("discovery down")
+
+type failingDiscovery struct{}
+
+func (failingDiscovery) Partitions(string) ([]Partition, error) { return nil, errDiscoveryDown }
+func (failingDiscovery) Broker(int) (Broker, bool)              { return Broker{}, false }
+func (failingDiscovery) Close() error                           { return nil }
 
 // A Discovery other than broker.list may change its answer between two
 // sends (ZooKeeper's registry, §3.2): every send asks it again.
@@ -108,11 +130,7 @@ func TestRouteChecksMessageSize(t *testing.T) {
 	reqs := make(chan protocol.Request, 10)
 	cfg := DefaultConfig()
 	cfg.BrokerList, cfg.MaxMessageSize = brokerList(0, fakeBroker(t, reqs)), 100
-	p, err := NewSync(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newTestProducerConfig(t, cfg)
 	if err := p.Send("t", 0, []byte("first")); err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func (p *SyncProducer) sendLong(topic string, partition int32, msgs [][]byte) er
 	if err != nil {
 		return err
 	}
-	if p.routable(partition) && !p.cfg.compresses(topic) {
+	if p.routes.room() && p.routable(partition) && !p.cfg.compresses(topic) {
 		c, err := p.pool.get(dst.BrokerID, p.disc)
 		if err != nil {
 			return err

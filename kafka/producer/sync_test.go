@@ -83,6 +83,11 @@ func newTestProducerMagic(t testing.TB, list string, magic byte) *SyncProducer {
 	cfg := DefaultConfig()
 	cfg.BrokerList = list
 	cfg.Magic = magic
+	return newTestProducerConfig(t, cfg)
+}
+
+// newTestProducerConfig is a SyncProducer for cfg, closed when the test ends.
+func newTestProducerConfig(t testing.TB, cfg Config) *SyncProducer {
 	p, err := NewSync(cfg)
 	if err != nil {
 		t.Fatal(err)
