@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
+	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
 // The tenths of a run: marks land on the first count reaching each tenth,
@@ -154,5 +156,41 @@ func TestPerfProducerThenConsumer(t *testing.T) {
 		"--idle-timeout", "50ms")
 	if code != 1 || !strings.Contains(errOut, "only 4000 of 4001") {
 		t.Errorf("short log: exit %d, %q", code, errOut)
+	}
+}
+
+// consumer-perf counts a keyed message's value, not its key: messages
+// written through the Kafka protocol carry a key length and key in front of
+// the value (message/keyed.go), and a plain message's payload is counted as
+// it stands. 40 keyed messages of a 3-byte key and a 200-byte value, then
+// 40 plain ones of 200 bytes: 200 bytes a message either way, where counting
+// the keyed payloads whole would give (40×207 + 40×200)/80 = 203.
+func TestConsumerPerfCountsValues(t *testing.T) {
+	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.default.flush.interval.ms": "20"}})
+	cfg := producer.DefaultConfig()
+	cfg.BrokerList = "0:" + b.HostPort()
+	p, err := producer.NewSync(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	value := make([]byte, 200)
+	var keyed, plain []byte
+	for range 40 {
+		keyed = message.AppendKeyed(keyed, []byte("key"), value)
+		plain = message.AppendV1(plain, message.CodecNone, value)
+	}
+	for _, set := range [][]byte{keyed, plain} {
+		if err := p.SendSet("keyed", 0, set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runCmd("", "consumer-perf", "--broker", b.HostPort(), "--topic", "keyed", "--messages", "80",
+		"--idle-timeout", "5s")
+	if code != 0 {
+		t.Fatalf("consumer-perf: exit %d: %s", code, errOut)
+	}
+	if r := resultFields(t, out); r["messages"] != "80" || r["message_size"] != "200" {
+		t.Errorf("consumer result %v, want 80 messages of 200 payload bytes", r)
 	}
 }
