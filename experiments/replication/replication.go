@@ -319,6 +319,23 @@ func startReplCluster(ctx context.Context, cfg Config, dir, connect string, extr
 	return c, nil
 }
 
+// producerConfig is the experiment's producer for mode m on the cluster of brokerList, with props (a
+// run's `producer:` properties, latency.ProducerPrefix cut off) set over it by their 0.7 names: a
+// property may change any setting, the mode's acknowledgements and window included, and one the
+// producer does not know is an error.
+func producerConfig(brokerList string, m Mode, props map[string]string) (producer.Config, error) {
+	pcfg := producer.DefaultConfig()
+	pcfg.MetadataBrokerList, pcfg.RequiredAcks, pcfg.Magic = brokerList, m.Acks, message.MagicV0
+	pcfg.RequestTimeout = 30 * time.Second
+	pcfg.MaxInFlight = max(m.InFlight, 1)
+	for k, v := range props {
+		if err := pcfg.Set(k, v); err != nil {
+			return pcfg, err
+		}
+	}
+	return pcfg, nil
+}
+
 // runMode measures mode m on a cluster of its own, with extra's broker settings over the shipped ones
 // and its producer properties (latency.ProducerPrefix) over the experiment's producer's.
 func runMode(ctx context.Context, cfg Config, i int, m Mode, extra map[string]string) (r ModeResult, settings string, err error) {
@@ -371,14 +388,9 @@ func runMode(ctx context.Context, cfg Config, i int, m Mode, extra map[string]st
 	if err := warmUp(c.brokerList(), cfg.MessageSize); err != nil {
 		return r, settings, fmt.Errorf("warm-up: %w", err)
 	}
-	pcfg := producer.DefaultConfig()
-	pcfg.MetadataBrokerList, pcfg.RequiredAcks, pcfg.Magic = c.brokerList(), m.Acks, message.MagicV0
-	pcfg.RequestTimeout = 30 * time.Second
-	pcfg.MaxInFlight = max(m.InFlight, 1)
-	for k, v := range producerProps {
-		if err := pcfg.Set(k, v); err != nil {
-			return r, settings, err
-		}
+	pcfg, err := producerConfig(c.brokerList(), m, producerProps)
+	if err != nil {
+		return r, settings, err
 	}
 	p, err := producer.NewSync(pcfg)
 	if err != nil {

@@ -2,14 +2,17 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kafkarepro/kafkarepro/experiments/latency"
 	"github.com/kafkarepro/kafkarepro/experiments/measure"
 	"github.com/kafkarepro/kafkarepro/internal/kafkaproc"
 	"github.com/kafkarepro/kafkarepro/internal/localsvc"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
@@ -176,5 +179,34 @@ func TestBaselineSection(t *testing.T) {
 	}
 	if s := baselineSection(&Result{Results: r.Results}); s != "" {
 		t.Errorf("no baseline, yet a section: %q", s)
+	}
+}
+
+// A baseline's `producer:` properties reach the producer of figure 6 and its broker settings do not:
+// the split of the baseline the reproduction uses gives a producer with Nagle's algorithm off and the
+// mode's acknowledgements and window, and an unknown producer property stops the mode.
+func TestBaselineProducerProperties(t *testing.T) {
+	m := Mode{Name: "3 replicas, acks=-1", Replicas: 3, Acks: -1, InFlight: 64}
+	broker, props := latency.SplitProducer(map[string]string{
+		"produce.coalesce.max.us": "0", "producer:socket.nagle.disable": "true", "producer:buffer.size": "65536"}, nil)
+	if len(broker) != 1 || broker["produce.coalesce.max.us"] != "0" {
+		t.Fatalf("broker settings %v, want produce.coalesce.max.us alone", broker)
+	}
+	pcfg, err := producerConfig("0:127.0.0.1:9092", m, props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pcfg.NagleDisable || pcfg.SocketBufferSize != 65536 {
+		t.Errorf("NagleDisable %v, SocketBufferSize %d: the producer: properties did not reach the producer", pcfg.NagleDisable, pcfg.SocketBufferSize)
+	}
+	if pcfg.RequiredAcks != -1 || pcfg.MaxInFlight != 64 || pcfg.MetadataBrokerList != "0:127.0.0.1:9092" {
+		t.Errorf("acks %d, in flight %d, brokers %q: want the mode's -1 and 64 on the cluster's list", pcfg.RequiredAcks, pcfg.MaxInFlight, pcfg.MetadataBrokerList)
+	}
+	plain, err := producerConfig("0:127.0.0.1:9092", m, nil)
+	if err != nil || plain.NagleDisable {
+		t.Errorf("without properties: NagleDisable %v (%v), want the default false", plain.NagleDisable, err)
+	}
+	if _, err := producerConfig("0:127.0.0.1:9092", m, map[string]string{"socket.nagle.disabled": "true"}); !errors.Is(err, producer.ErrBadConfig) {
+		t.Errorf("an unknown property: %v, want producer.ErrBadConfig", err)
 	}
 }
