@@ -319,13 +319,13 @@ func startReplCluster(ctx context.Context, cfg Config, dir, connect string, extr
 	return c, nil
 }
 
-// producerConfig is the experiment's producer for mode m on the cluster of brokerList, with props (a
-// run's `producer:` properties, latency.ProducerPrefix cut off) set over it by their 0.7 names: a
-// property may change any setting, the mode's acknowledgements and window included, and one the
-// producer does not know is an error.
-func producerConfig(brokerList string, m Mode, props map[string]string) (producer.Config, error) {
+// producerConfig is the experiment's producer for mode m, with props (a run's `producer:` properties,
+// latency.ProducerPrefix cut off) set over it by their 0.7 names: a property may change any setting,
+// the mode's acknowledgements and window included, and one the producer does not know is an error.
+// The cluster's broker list is runMode's to set, once the cluster runs.
+func producerConfig(m Mode, props map[string]string) (producer.Config, error) {
 	pcfg := producer.DefaultConfig()
-	pcfg.MetadataBrokerList, pcfg.RequiredAcks, pcfg.Magic = brokerList, m.Acks, message.MagicV0
+	pcfg.RequiredAcks, pcfg.Magic = m.Acks, message.MagicV0
 	pcfg.RequestTimeout = 30 * time.Second
 	pcfg.MaxInFlight = max(m.InFlight, 1)
 	for k, v := range props {
@@ -342,6 +342,12 @@ func runMode(ctx context.Context, cfg Config, i int, m Mode, extra map[string]st
 	brokerProps, producerProps := latency.SplitProducer(extra, nil)
 	r.Mode = m
 	r.Test = measure.Result{System: m.Name, Test: "producer", Batch: Batch}
+	// The producer's settings first: a property it does not know stops the mode before three
+	// brokers start.
+	pcfg, err := producerConfig(m, producerProps)
+	if err != nil {
+		return r, "", err
+	}
 	dir := filepath.Join(cfg.Dir, "mode-"+strconv.Itoa(i))
 	defer os.RemoveAll(dir)
 	connect := cfg.ZooKeeper + "/fig6-" + strconv.Itoa(i) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -388,10 +394,7 @@ func runMode(ctx context.Context, cfg Config, i int, m Mode, extra map[string]st
 	if err := warmUp(c.brokerList(), cfg.MessageSize); err != nil {
 		return r, settings, fmt.Errorf("warm-up: %w", err)
 	}
-	pcfg, err := producerConfig(c.brokerList(), m, producerProps)
-	if err != nil {
-		return r, settings, err
-	}
+	pcfg.MetadataBrokerList = c.brokerList()
 	p, err := producer.NewSync(pcfg)
 	if err != nil {
 		return r, settings, err

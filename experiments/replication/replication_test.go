@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kafkarepro/kafkarepro/experiments/latency"
 	"github.com/kafkarepro/kafkarepro/experiments/measure"
@@ -192,21 +193,34 @@ func TestBaselineProducerProperties(t *testing.T) {
 	if len(broker) != 1 || broker["produce.coalesce.max.us"] != "0" {
 		t.Fatalf("broker settings %v, want produce.coalesce.max.us alone", broker)
 	}
-	pcfg, err := producerConfig("0:127.0.0.1:9092", m, props)
+	pcfg, err := producerConfig(m, props)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !pcfg.NagleDisable || pcfg.SocketBufferSize != 65536 {
 		t.Errorf("NagleDisable %v, SocketBufferSize %d: the producer: properties did not reach the producer", pcfg.NagleDisable, pcfg.SocketBufferSize)
 	}
-	if pcfg.RequiredAcks != -1 || pcfg.MaxInFlight != 64 || pcfg.MetadataBrokerList != "0:127.0.0.1:9092" {
-		t.Errorf("acks %d, in flight %d, brokers %q: want the mode's -1 and 64 on the cluster's list", pcfg.RequiredAcks, pcfg.MaxInFlight, pcfg.MetadataBrokerList)
+	if pcfg.RequiredAcks != -1 || pcfg.MaxInFlight != 64 || pcfg.MetadataBrokerList != "" {
+		t.Errorf("acks %d, in flight %d, brokers %q: want the mode's -1 and 64, the list left to the cluster", pcfg.RequiredAcks, pcfg.MaxInFlight, pcfg.MetadataBrokerList)
 	}
-	plain, err := producerConfig("0:127.0.0.1:9092", m, nil)
+	plain, err := producerConfig(m, nil)
 	if err != nil || plain.NagleDisable {
 		t.Errorf("without properties: NagleDisable %v (%v), want the default false", plain.NagleDisable, err)
 	}
-	if _, err := producerConfig("0:127.0.0.1:9092", m, map[string]string{"socket.nagle.disabled": "true"}); !errors.Is(err, producer.ErrBadConfig) {
+	if _, err := producerConfig(m, map[string]string{"socket.nagle.disabled": "true"}); !errors.Is(err, producer.ErrBadConfig) {
 		t.Errorf("an unknown property: %v, want producer.ErrBadConfig", err)
+	}
+}
+
+// runMode hands a run's `producer:` properties to the producer: one the producer does not know stops
+// the mode with the producer's error, before any broker starts (the Config names no binary and no
+// ZooKeeper, so a mode that went on would fail with another error).
+func TestRunModeHandsProducerPropertiesOn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m := Mode{Name: "3 replicas, acks=-1", Replicas: 3, Acks: -1, InFlight: 64}
+	_, _, err := runMode(ctx, Config{Dir: t.TempDir()}, 0, m, map[string]string{"produce.coalesce.max.us": "0", "producer:socket.nagle.disabled": "true"})
+	if !errors.Is(err, producer.ErrBadConfig) || !strings.Contains(err.Error(), "socket.nagle.disabled") {
+		t.Fatalf("runMode with an unknown producer: property: %v, want producer.ErrBadConfig naming it", err)
 	}
 }

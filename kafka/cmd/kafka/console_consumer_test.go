@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kafkarepro/kafkarepro/kafka/producer"
 	"github.com/kafkarepro/kafkarepro/kafka/zk/zktest"
 )
 
@@ -15,13 +14,7 @@ import (
 func TestIntegration_ConsoleConsumer(t *testing.T) {
 	connect := zktest.Start(t)
 	b := zkBroker(t, connect, 1, 2)
-	cfg := producer.DefaultConfig()
-	cfg.BrokerList = "1:" + b.Addr().String()
-	p, err := producer.NewSync(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newSyncProducer(t, "1:"+b.Addr().String())
 	send := func(prefix string, n int) []string {
 		var sent []string
 		for i := range n {
@@ -76,13 +69,7 @@ func TestIntegration_ConsoleConsumer(t *testing.T) {
 func TestIntegration_ConsoleConsumer08(t *testing.T) {
 	connect := zktest.Start(t)
 	b1, b2 := zkBroker(t, connect, 1, 2), zkBroker(t, connect, 2, 1)
-	cfg := producer.DefaultConfig()
-	cfg.BrokerList = "1:" + b1.Addr().String() + ",2:" + b2.Addr().String()
-	p, err := producer.NewSync(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newSyncProducer(t, "1:"+b1.Addr().String()+",2:"+b2.Addr().String())
 	var want []string
 	for i := range 9 {
 		broker, part := 1+i%2, int32(0)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
+	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
 func runCmd(stdin string, args ...string) (code int, out, errOut string) {
@@ -152,4 +153,18 @@ func waitLatest(t *testing.T, addr, topic string, want int64) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// newSyncProducer returns a producer on list (broker.list: id:host:port,...),
+// closed when the test ends.
+func newSyncProducer(t *testing.T, list string) *producer.SyncProducer {
+	t.Helper()
+	cfg := producer.DefaultConfig()
+	cfg.BrokerList = list
+	p, err := producer.NewSync(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
 	"github.com/kafkarepro/kafkarepro/kafka/message"
-	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
 // The tenths of a run: marks land on the first count reaching each tenth,
@@ -167,13 +166,7 @@ func TestPerfProducerThenConsumer(t *testing.T) {
 // the keyed payloads whole would give (40×207 + 40×200)/80 = 203.
 func TestConsumerPerfCountsValues(t *testing.T) {
 	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.default.flush.interval.ms": "20"}})
-	cfg := producer.DefaultConfig()
-	cfg.BrokerList = "0:" + b.HostPort()
-	p, err := producer.NewSync(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newSyncProducer(t, "0:"+b.HostPort())
 	value := make([]byte, 200)
 	var keyed, plain []byte
 	for range 40 {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kafkarepro/kafkarepro/kafka/broker/brokertest"
-	"github.com/kafkarepro/kafkarepro/kafka/producer"
 )
 
 // Issue 13's report: snappy sets that other 0.7 clients produce were stored
@@ -18,13 +17,7 @@ import (
 // a client would send them, and both tools read every message.
 func TestToolsReadOtherClientsSnappy(t *testing.T) {
 	b := brokertest.Start(t, 0, brokertest.Options{Props: map[string]string{"log.flush.interval": "1"}})
-	cfg := producer.DefaultConfig()
-	cfg.BrokerList = "0:" + b.HostPort()
-	p, err := producer.NewSync(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newSyncProducer(t, "0:"+b.HostPort())
 	for _, f := range []string{"snappy-java-stream.set", "snappy-raw-block.set"} {
 		set, err := os.ReadFile(filepath.Join("..", "..", "message", "testdata", f))
 		if err != nil {
