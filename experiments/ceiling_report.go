@@ -135,6 +135,7 @@ func ceilingSection(s *Summary) string {
 			b.WriteString(roundsNote(r))
 		}
 	}
+	b.WriteString(onceNote(s.Ceiling))
 	for _, r := range s.Ceiling {
 		if r.Fraction > 1 && s.network().IsLink() {
 			fmt.Fprintf(&b, "\n**%s: ours is above the probe** (%.0f%%): ours ran over the link between two namespaces, the probe over loopback; the two paths cost a sender differently per write (\"Which claims hold over loopback and which over the link\" below).\n",
@@ -153,6 +154,23 @@ func ceilingSection(s *Summary) string {
 		}
 	}
 	return b.String()
+}
+
+// onceNote is the paragraph under the ceiling table that names the probes
+// set beside ours once: one run of the probe against the figure's one pass,
+// a reading of each side rather than the medians of turns.
+func onceNote(rows []CeilingRow) string {
+	var once []string
+	for _, r := range rows {
+		if len(r.Rounds) == 0 && r.OursMsgPerS > 0 {
+			once = append(once, r.Probe)
+		}
+	}
+	if len(once) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n**Once each**: %s ran once, beside the figure's one pass, so each such ratio is one reading of either side, not the medians of turns (`make ceiling` sets the medians of alternating rounds side by side).\n",
+		strings.Join(once, " and "))
 }
 
 // roundsNote is the paragraph under the ceiling table that lists a probe's
