@@ -68,4 +68,7 @@ func TestCeilingRoundsAboveTheProbe(t *testing.T) {
 	if strings.Contains(sec, "a probe lasting") {
 		t.Errorf("a probe run in turns is not a single reading:\n%s", sec)
 	}
+	if strings.Contains(sec, "Once each") {
+		t.Errorf("no probe ran once here:\n%s", sec)
+	}
 }
