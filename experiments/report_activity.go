@@ -20,19 +20,39 @@ func writeMachineActivity(w func(string, ...any), s *Summary) {
 		return
 	}
 	w("\n### The machine during each producer test, by tenth of its time\n\n")
-	w("Sampled every 50 ms from `/proc/stat` (the share of both CPUs' time: user, system with interrupts, idle, waiting for I/O, and steal, time the hypervisor gave to other guests), `/proc/pressure` (milliseconds in the tenth in which some task stalled for want of CPU, memory or I/O) and `/proc/vmstat` (page-cache bytes dirty and under writeback at the tenth's end). \"msg/s\" is the test's own rate in the tenth, from its series (`series.csv`). A tenth slower than the rest with the same CPU busy and no steal or stall is the system's own work; one with steal, I/O wait or a stall is the machine's.\n\n")
+	w("Sampled every 50 ms from `/proc/stat` (the share of both CPUs' time: user, system with interrupts, idle, waiting for I/O, and steal, time the hypervisor gave to other guests), `/proc/pressure` (milliseconds in the tenth in which some task stalled for want of CPU, memory or I/O) and `/proc/vmstat` (page-cache bytes dirty and under writeback at the tenth's end); on a guest whose kernel counts it, \"reported MB\" is the freed memory the guest handed back to its host in the tenth (`reported_kib` of free page reporting), which the page cache's next writes must wait for the host to map again. \"msg/s\" is the test's own rate in the tenth, from its series (`series.csv`). A tenth slower than the rest with the same CPU busy and no steal, stall or report is the system's own work; one with steal, I/O wait, a stall or memory reported is the machine's.\n\n")
 	for _, r := range s.Systems {
 		for _, t := range r.Producer {
 			if len(t.Machine) == 0 {
 				continue
 			}
+			reported := false
+			for _, a := range t.Machine {
+				reported = reported || a.ReportedMB != nil
+			}
 			w("**%s producer, batch %d** (%s msg/s over the test):\n\n", t.System, t.Batch, figure.Commas(t.MsgPerS))
-			w("| tenth | ends s | msg/s | user %% | system %% | idle %% | iowait %% | steal %% | CPU stall ms | memory stall ms | I/O stall ms | dirty MB | writeback MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+			w("| tenth | ends s | msg/s | user %% | system %% | idle %% | iowait %% | steal %% | CPU stall ms | memory stall ms | I/O stall ms | dirty MB | writeback MB |")
+			if reported {
+				w(" reported MB |")
+			}
+			w("\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+			if reported {
+				w("---|")
+			}
+			w("\n")
 			start := 0.0
 			for i, a := range t.Machine {
-				w("| %d | %.2f | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", i+1, a.End,
+				w("| %d | %.2f | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |", i+1, a.End,
 					tenthRate(t, s.MessageSize, start, a.End), a.User, a.System, a.Idle, a.IOWait, a.Steal,
 					a.CPUStallMs, a.MemoryStallMs, a.IOStallMs, a.DirtyMB, a.WritebackMB)
+				if reported {
+					if a.ReportedMB != nil {
+						w(" %.0f |", *a.ReportedMB)
+					} else {
+						w(" — |")
+					}
+				}
+				w("\n")
 				start = a.End
 			}
 			w("\n")

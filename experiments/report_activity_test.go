@@ -64,11 +64,14 @@ func TestMachineActivityTable(t *testing.T) {
 	for _, want := range []string{
 		"**kafka producer, batch 50** (1,000,000 msg/s over the test)",
 		"| 5 | 0.50 | — | 30 | 60 | 0 | 0 | 25 | 0 | 0 | 42 | 0 | 0 |",
-		"| 10 | 1.00 | — | 30 | 60 | 10 | 0 | 0 |",
+		"| 10 | 1.00 | — | 30 | 60 | 10 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "reported MB |") {
+		t.Error("a column for memory reported to the host, though no tenth has a reading")
 	}
 	if strings.Contains(out, "activemq producer") {
 		t.Error("a test without samples got a table")
@@ -77,6 +80,38 @@ func TestMachineActivityTable(t *testing.T) {
 	writeMachineActivity(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, &Summary{Systems: []SystemReport{{Name: "x"}}})
 	if b.Len() != 0 {
 		t.Errorf("no samples anywhere, yet: %q", b.String())
+	}
+}
+
+// Where the kernel counts the memory it reports to its host, the table
+// gains a column for it, "—" in a tenth without a reading; where no tenth
+// has one, the column is left out (TestMachineActivityTable's rows end at
+// writeback).
+func TestMachineActivityTableReported(t *testing.T) {
+	tenths := make([]machine.ActivityTenth, 10)
+	for i := range tenths {
+		mb := 0.0
+		if i == 6 {
+			mb = 1141
+		}
+		tenths[i] = machine.ActivityTenth{End: float64(i+1) / 10, ReportedMB: &mb}
+	}
+	tenths[0].ReportedMB = nil
+	s := &Summary{MessageSize: 200, Systems: []SystemReport{
+		{Name: "kafka", Producer: []measure.Result{{System: "kafka", Batch: 50, MsgPerS: 1e6, Machine: tenths}}},
+	}}
+	var b strings.Builder
+	writeMachineActivity(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, s)
+	out := b.String()
+	for _, want := range []string{
+		"| dirty MB | writeback MB | reported MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+		"| 1 | 0.10 | — | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | — |\n",
+		"| 7 | 0.70 | — | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 1141 |\n",
+		"| 8 | 0.80 | — | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
 	}
 }
 

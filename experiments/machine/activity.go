@@ -11,8 +11,10 @@ import (
 // its time: how its CPUs' time was spent (/proc/stat: user, system, idle,
 // waiting for I/O, and stolen by the hypervisor for other guests), how long
 // some task stalled for want of CPU, memory or I/O (/proc/pressure, "some"),
-// and how many page-cache bytes were dirty or being written back
-// (/proc/vmstat). A test's rate that falls in one tenth can then be told
+// how many page-cache bytes were dirty or being written back
+// (/proc/vmstat), and, on a guest whose kernel counts it, how much freed
+// memory it reported to its host (freepages.go: the page cache's next
+// writes into those pages wait for the host to map them again). A test's rate that falls in one tenth can then be told
 // apart: a tenth with as much CPU busy as the others and no stall is our
 // work; one with steal or I/O stall is the machine's.
 
@@ -28,6 +30,9 @@ type ActivitySample struct {
 	// memory, I/O (zero where the kernel has no /proc/pressure).
 	Pressure         [3]int64
 	Dirty, Writeback int64 // bytes now (nr_dirty, nr_writeback pages)
+	// Reported is the freed memory reported to the host so far, in bytes
+	// (ReportedBytes); -1 where the kernel does not count it.
+	Reported int64
 }
 
 // ReadActivity reads the counters; ok is false where /proc/stat cannot be
@@ -51,6 +56,7 @@ func ReadActivity() (s ActivitySample, ok bool) {
 		d, w := parseVMStat(b)
 		s.Dirty, s.Writeback = d*page, w*page
 	}
+	s.Reported = ReportedBytes()
 	return s, true
 }
 
@@ -120,6 +126,9 @@ type ActivityTenth struct {
 	IOStallMs     float64 `json:"io_stall_ms"`
 	DirtyMB       float64 `json:"dirty_mb"` // at the tenth's end (10^6 bytes)
 	WritebackMB   float64 `json:"writeback_mb"`
+	// ReportedMB is the freed memory reported to the host in the tenth;
+	// nil where the kernel does not count it.
+	ReportedMB *float64 `json:"reported_mb,omitempty"`
 }
 
 // Tenths cuts the span from the first sample to the last into ten equal
@@ -161,6 +170,10 @@ func Tenths(s []ActivitySample) []ActivityTenth {
 			DirtyMB:       float64(cur.Dirty) / 1e6,
 			WritebackMB:   float64(cur.Writeback) / 1e6,
 		})
+		if cur.Reported >= 0 && prev.Reported >= 0 {
+			mb := float64(cur.Reported-prev.Reported) / 1e6
+			out[len(out)-1].ReportedMB = &mb
+		}
 		prev = cur
 	}
 	return out

@@ -49,6 +49,9 @@ func TestActivityTenths(t *testing.T) {
 		}
 		cur.Pressure[2] += int64(i) * 1000 // i ms of I/O stall in tenth i
 		cur.Dirty = int64(i) * 1e6
+		if i == 7 {
+			cur.Reported += 1088 << 20 // 1,088 MiB handed to the host in the seventh
+		}
 		s = append(s, cur)
 	}
 	got := Tenths(s)
@@ -63,6 +66,16 @@ func TestActivityTenths(t *testing.T) {
 	}
 	if g := got[9]; g.End != 1.0 || g.DirtyMB != 10 {
 		t.Errorf("last tenth %+v: want its end at 1.0 s and 10 MB dirty", g)
+	}
+	if g := got[6].ReportedMB; g == nil || *g != 1088*1.048576 {
+		t.Errorf("seventh tenth's memory reported: %v, want 1,088 MiB = 1140.85 MB", g)
+	}
+	if g := got[7].ReportedMB; g == nil || *g != 0 {
+		t.Errorf("eighth tenth's memory reported: %v, want 0", g)
+	}
+	s[5].Reported = -1 // the counter unreadable at the fifth tenth's end
+	if g := Tenths(s); g[4].ReportedMB != nil || g[5].ReportedMB != nil || g[6].ReportedMB == nil {
+		t.Errorf("with no reading at the fifth tenth's end, the fifth and sixth must have none and the seventh one: %v %v %v", g[4].ReportedMB, g[5].ReportedMB, g[6].ReportedMB)
 	}
 	if Tenths(s[:10]) != nil {
 		t.Error("10 samples gave tenths; a tenth needs a sample of its own")
@@ -81,5 +94,21 @@ func TestStartActivity(t *testing.T) {
 	}
 	if tt := Tenths(s); len(tt) != 10 || tt[9].End <= 0 {
 		t.Errorf("tenths of a live run: %+v", tt)
+	}
+}
+
+// A sample carries the kernel's count of memory reported to the host, in
+// bytes, and -1 where there is none to read.
+func TestReadActivityReported(t *testing.T) {
+	if _, ok := ReadActivity(); !ok {
+		t.Skip("no /proc/stat here")
+	}
+	fakeReporting(t, map[string]string{"page_reporting_order": "9", "reported_kib": "13327740"})
+	if s, _ := ReadActivity(); s.Reported != 13327740*1024 {
+		t.Errorf("Reported = %d, want 13327740 KiB = 13647605760 bytes", s.Reported)
+	}
+	fakeReporting(t, map[string]string{"page_reporting_order": "9"})
+	if s, _ := ReadActivity(); s.Reported != -1 {
+		t.Errorf("Reported = %d without reported_kib, want -1", s.Reported)
 	}
 }

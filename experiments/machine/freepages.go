@@ -77,6 +77,17 @@ func ReadFreePageReporting() FreePageReporting {
 	return s
 }
 
+// ReportedBytes is the freed memory the guest has reported to its host
+// since it booted (reported_kib, in bytes), -1 where the kernel does not
+// count it. Its growth over a test is memory the page cache's next writes
+// wait for the host to map again.
+func ReportedBytes() int64 {
+	if kib := readParam("reported_kib"); kib >= 0 {
+		return kib << 10
+	}
+	return -1
+}
+
 func readParam(name string) int64 {
 	b, err := os.ReadFile(filepath.Join(PageReportingDir, name))
 	if err != nil {

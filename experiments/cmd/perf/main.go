@@ -382,7 +382,8 @@ func (r *runner) strace(ctx context.Context, size int) error {
 // brokerSample is the broker's CPU, CPU wait and bytes written to storage
 // (write_bytes of /proc/<pid>/io) at one moment, with its read(2) calls
 // and the bytes they returned (syscr, rchar) and the tool's write(2) calls
-// (syscw; an attempt that found the socket full counts too).
+// (syscw; an attempt that found the socket full counts too), and the
+// machine's count of freed memory reported to its host (-1: none).
 type brokerSample struct {
 	at                time.Time
 	run, wait         time.Duration
@@ -391,6 +392,7 @@ type brokerSample struct {
 	toolWrites        int64
 	toolRun           time.Duration
 	haveSys, haveTool bool
+	reported          int64
 }
 
 // sampleBroker samples the broker (and the tool's process, tool) every
@@ -404,7 +406,7 @@ func sampleBroker(pid, tool int) func() []brokerSample {
 		if !ok || err != nil {
 			return brokerSample{}, false
 		}
-		s := brokerSample{at: time.Now(), run: run, wait: wait, writeBytes: io.WriteBytes}
+		s := brokerSample{at: time.Now(), run: run, wait: wait, writeBytes: io.WriteBytes, reported: machine.ReportedBytes()}
 		if c, err := syscalls(pid); err == nil {
 			s.reads, s.readBytes, s.haveSys = c["syscr"], c["rchar"], true
 		}
@@ -431,14 +433,15 @@ func sampleBroker(pid, tool int) func() []brokerSample {
 // per read (a batch-1 producer's request is 230 bytes, and a read that
 // finds the socket empty counts too, so ~300 B/read or less is a broker
 // woken for about every request), and the tool's write(2) calls and CPU
-// seconds in the tenth.
+// seconds in the tenth; on a guest whose kernel counts it, the MB of freed
+// memory reported to the host in the tenth (machine.ReportedBytes).
 func printTenths(w io.Writer, name string, s []brokerSample) {
 	if len(s) < 11 {
 		return
 	}
 	fmt.Fprintf(w, "broker per tenth of %s's time (every 50 ms: Linux schedstat, /proc/<pid>/io):\n", name)
-	fmt.Fprintf(w, "%6s %8s %8s %10s %10s %12s %10s %10s %12s %10s\n", "tenth", "ends s", "cpu s", "cpuwait s", "write MB", "MB / cpu s",
-		"reads", "B / read", "tool writes", "tool cpu s")
+	fmt.Fprintf(w, "%6s %8s %8s %10s %10s %12s %10s %10s %12s %10s %12s\n", "tenth", "ends s", "cpu s", "cpuwait s", "write MB", "MB / cpu s",
+		"reads", "B / read", "tool writes", "tool cpu s", "reported MB")
 	first := s[0]
 	prev := first
 	for k, j := range machine.TenthEnds(len(s), func(i int) time.Time { return s[i].at }) {
@@ -460,6 +463,11 @@ func printTenths(w io.Writer, name string, s []brokerSample) {
 			fmt.Fprintf(w, " %12d %10.3f", cur.toolWrites-prev.toolWrites, (cur.toolRun - prev.toolRun).Seconds())
 		} else {
 			fmt.Fprintf(w, " %12s %10s", "-", "-")
+		}
+		if cur.reported >= 0 && prev.reported >= 0 {
+			fmt.Fprintf(w, " %12.0f", float64(cur.reported-prev.reported)/1e6)
+		} else {
+			fmt.Fprintf(w, " %12s", "-")
 		}
 		fmt.Fprintln(w)
 		prev = cur

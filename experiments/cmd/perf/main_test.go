@@ -62,7 +62,7 @@ func TestIntegration_Perf(t *testing.T) {
 
 // printTenths splits the broker's samples into ten spans of time and
 // prints each one's CPU, wait, bytes written, reads and bytes per read,
-// and the tool's writes and CPU.
+// the tool's writes and CPU, and the memory reported to the host.
 func TestPrintTenths(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	var s []brokerSample
@@ -70,8 +70,11 @@ func TestPrintTenths(t *testing.T) {
 		s = append(s, brokerSample{at: t0.Add(time.Duration(i) * 100 * time.Millisecond),
 			run: time.Duration(i) * 10 * time.Millisecond, wait: time.Duration(i) * time.Millisecond, writeBytes: int64(i) * 1e6,
 			reads: int64(i) * 100, readBytes: int64(i) * 229_000, toolWrites: int64(i) * 500, toolRun: time.Duration(i) * 5 * time.Millisecond,
-			haveSys: true, haveTool: true})
+			haveSys: true, haveTool: true, reported: int64(i/10) * 524_288_000})
 	}
+	// 524.288 MB reported to the host between 0.9 s and 1.0 s (the fifth
+	// tenth), and no count at all at the last sample.
+	s[20].reported = -1
 	// The tool had exited at the last sample, which carries its figures over (sampleBroker).
 	s[20].toolWrites, s[20].toolRun = s[19].toolWrites, s[19].toolRun
 	var b strings.Builder
@@ -82,7 +85,7 @@ func TestPrintTenths(t *testing.T) {
 	}
 	for _, l := range lines[2:] {
 		f := strings.Fields(l)
-		if len(f) != 10 || f[2] != "0.020" || f[3] != "0.002" || f[4] != "2.0" || f[5] != "100.0" || f[6] != "200" || f[7] != "2290" {
+		if len(f) != 11 || f[2] != "0.020" || f[3] != "0.002" || f[4] != "2.0" || f[5] != "100.0" || f[6] != "200" || f[7] != "2290" {
 			t.Fatalf("row %q, want 0.020 s CPU, 0.002 s wait, 2.0 MB, 100.0 MB per CPU s, 200 reads of 2290 B", l)
 		}
 		if tenth := f[0]; tenth != "10" && (f[8] != "1000" || f[9] != "0.010") {
@@ -90,6 +93,13 @@ func TestPrintTenths(t *testing.T) {
 		}
 		if tenth := f[0]; tenth == "10" && (f[8] != "500" || f[9] != "0.005") {
 			t.Fatalf("last row %q: the tool had exited at its last sample, want its writes up to then, 500 and 0.005 s", l)
+		}
+		want := map[string]string{"5": "524", "10": "-"}[f[0]]
+		if want == "" {
+			want = "0"
+		}
+		if f[10] != want {
+			t.Fatalf("row %q: reported MB %s, want %s", l, f[10], want)
 		}
 	}
 }
