@@ -14,9 +14,10 @@ import (
 // how many page-cache bytes were dirty or being written back
 // (/proc/vmstat), and, on a guest whose kernel counts it, how much freed
 // memory it reported to its host (freepages.go: the page cache's next
-// writes into those pages wait for the host to map them again). A test's rate that falls in one tenth can then be told
-// apart: a tenth with as much CPU busy as the others and no stall is our
-// work; one with steal or I/O stall is the machine's.
+// writes into those pages wait for the host to map them again). A test's
+// rate that falls in one tenth can then be told apart: a tenth with as
+// much CPU busy as the others and no stall is our work; one with steal,
+// an I/O stall or memory reported is the machine's.
 
 // cpuFields are the columns of /proc/stat's "cpu" line kept, in its order:
 // user, nice, system, idle, iowait, irq, softirq, steal (USER_HZ ticks).
