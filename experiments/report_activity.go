@@ -1,6 +1,8 @@
 package experiments
 
 import (
+	"strings"
+
 	"github.com/kafkarepro/kafkarepro/experiments/figure"
 	"github.com/kafkarepro/kafkarepro/experiments/measure"
 )
@@ -31,15 +33,11 @@ func writeMachineActivity(w func(string, ...any), s *Summary) {
 				reported = reported || a.ReportedMB != nil
 			}
 			w("**%s producer, batch %d** (%s msg/s over the test):\n\n", t.System, t.Batch, figure.Commas(t.MsgPerS))
-			w("| tenth | ends s | msg/s | user %% | system %% | idle %% | iowait %% | steal %% | CPU stall ms | memory stall ms | I/O stall ms | dirty MB | writeback MB |")
+			head, rule := "| tenth | ends s | msg/s | user % | system % | idle % | iowait % | steal % | CPU stall ms | memory stall ms | I/O stall ms | dirty MB | writeback MB |", "|"+strings.Repeat("---|", 13)
 			if reported {
-				w(" reported MB |")
+				head, rule = head+" reported MB |", rule+"---|"
 			}
-			w("\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-			if reported {
-				w("---|")
-			}
-			w("\n")
+			w("%s\n%s\n", head, rule)
 			start := 0.0
 			for i, a := range t.Machine {
 				w("| %d | %.2f | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |", i+1, a.End,

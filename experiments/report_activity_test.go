@@ -48,6 +48,13 @@ func TestTenthRateFromTheSeries(t *testing.T) {
 	}
 }
 
+// machineTables is what writeMachineActivity writes for s.
+func machineTables(s *Summary) string {
+	var b strings.Builder
+	writeMachineActivity(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, s)
+	return b.String()
+}
+
 func TestMachineActivityTable(t *testing.T) {
 	tenths := make([]machine.ActivityTenth, 10)
 	for i := range tenths {
@@ -58,11 +65,10 @@ func TestMachineActivityTable(t *testing.T) {
 		{Name: "kafka", Producer: []measure.Result{{System: "kafka", Batch: 50, MsgPerS: 1e6, Machine: tenths}}},
 		{Name: "activemq", Producer: []measure.Result{{System: "activemq", Batch: 1, MsgPerS: 1e4}}},
 	}}
-	var b strings.Builder
-	writeMachineActivity(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, s)
-	out := b.String()
+	out := machineTables(s)
 	for _, want := range []string{
 		"**kafka producer, batch 50** (1,000,000 msg/s over the test)",
+		"| tenth | ends s | msg/s | user % | system % | idle % | iowait % | steal % | CPU stall ms | memory stall ms | I/O stall ms | dirty MB | writeback MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
 		"| 5 | 0.50 | — | 30 | 60 | 0 | 0 | 25 | 0 | 0 | 42 | 0 | 0 |",
 		"| 10 | 1.00 | — | 30 | 60 | 10 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |\n",
 	} {
@@ -76,10 +82,8 @@ func TestMachineActivityTable(t *testing.T) {
 	if strings.Contains(out, "activemq producer") {
 		t.Error("a test without samples got a table")
 	}
-	b.Reset()
-	writeMachineActivity(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, &Summary{Systems: []SystemReport{{Name: "x"}}})
-	if b.Len() != 0 {
-		t.Errorf("no samples anywhere, yet: %q", b.String())
+	if out := machineTables(&Summary{Systems: []SystemReport{{Name: "x"}}}); out != "" {
+		t.Errorf("no samples anywhere, yet: %q", out)
 	}
 }
 
@@ -100,9 +104,7 @@ func TestMachineActivityTableReported(t *testing.T) {
 	s := &Summary{MessageSize: 200, Systems: []SystemReport{
 		{Name: "kafka", Producer: []measure.Result{{System: "kafka", Batch: 50, MsgPerS: 1e6, Machine: tenths}}},
 	}}
-	var b strings.Builder
-	writeMachineActivity(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, s)
-	out := b.String()
+	out := machineTables(s)
 	for _, want := range []string{
 		"| dirty MB | writeback MB | reported MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
 		"| 1 | 0.10 | — | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | — |\n",
@@ -127,11 +129,10 @@ func TestMachineActivityTableRates(t *testing.T) {
 	s := &Summary{MessageSize: 200, Systems: []SystemReport{
 		{Name: "kafka", Producer: []measure.Result{{System: "kafka", Batch: 1, MsgPerS: 3e4, Series: series, Machine: tenths}}},
 	}}
-	var b strings.Builder
-	writeMachineActivity(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, s)
+	out := machineTables(s)
 	for _, want := range []string{"| 1 | 0.10 | 50,000 |", "| 5 | 0.50 | 50,000 |", "| 6 | 0.60 | 10,000 |", "| 10 | 1.00 | 10,000 |"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
 		}
 	}
 }
