@@ -392,7 +392,10 @@ type brokerSample struct {
 	toolWrites        int64
 	toolRun           time.Duration
 	haveSys, haveTool bool
-	reported          int64
+	// machine is the whole machine's counters (/proc/stat, the memory
+	// reported to the host); haveMachine is false where they cannot be read.
+	machine     machine.ActivitySample
+	haveMachine bool
 }
 
 // sampleBroker samples the broker (and the tool's process, tool) every
@@ -406,7 +409,9 @@ func sampleBroker(pid, tool int) func() []brokerSample {
 		if !ok || err != nil {
 			return brokerSample{}, false
 		}
-		s := brokerSample{at: time.Now(), run: run, wait: wait, writeBytes: io.WriteBytes, reported: machine.ReportedBytes()}
+		s := brokerSample{at: time.Now(), run: run, wait: wait, writeBytes: io.WriteBytes}
+		s.machine, s.haveMachine = machine.ReadActivity()
+		s.machine.At = s.at
 		if c, err := syscalls(pid); err == nil {
 			s.reads, s.readBytes, s.haveSys = c["syscr"], c["rchar"], true
 		}
@@ -433,15 +438,31 @@ func sampleBroker(pid, tool int) func() []brokerSample {
 // per read (a batch-1 producer's request is 230 bytes, and a read that
 // finds the socket empty counts too, so ~300 B/read or less is a broker
 // woken for about every request), and the tool's write(2) calls and CPU
-// seconds in the tenth; on a guest whose kernel counts it, the MB of freed
-// memory reported to the host in the tenth (machine.ReportedBytes).
+// seconds in the tenth; and what the whole machine did in the tenth
+// (machine.Tenths): the share of both CPUs' time idle and stolen by the
+// host, and, on a guest whose kernel counts it, the MB of freed memory
+// reported to the host. A tenth slower than the others with as much idle
+// and no steal waited on something of ours; one with steal, or with memory
+// reported before it, was slowed by the machine.
 func printTenths(w io.Writer, name string, s []brokerSample) {
 	if len(s) < 11 {
 		return
 	}
-	fmt.Fprintf(w, "broker per tenth of %s's time (every 50 ms: Linux schedstat, /proc/<pid>/io):\n", name)
-	fmt.Fprintf(w, "%6s %8s %8s %10s %10s %12s %10s %10s %12s %10s %12s\n", "tenth", "ends s", "cpu s", "cpuwait s", "write MB", "MB / cpu s",
-		"reads", "B / read", "tool writes", "tool cpu s", "reported MB")
+	var tenths []machine.ActivityTenth // nil unless every sample read the machine
+	acts := make([]machine.ActivitySample, len(s))
+	for i, x := range s {
+		acts[i] = x.machine
+		if !x.haveMachine {
+			acts = nil
+			break
+		}
+	}
+	if acts != nil {
+		tenths = machine.Tenths(acts)
+	}
+	fmt.Fprintf(w, "broker per tenth of %s's time (every 50 ms: Linux schedstat, /proc/<pid>/io, /proc/stat):\n", name)
+	fmt.Fprintf(w, "%6s %8s %8s %10s %10s %12s %10s %10s %12s %10s %7s %7s %12s\n", "tenth", "ends s", "cpu s", "cpuwait s", "write MB", "MB / cpu s",
+		"reads", "B / read", "tool writes", "tool cpu s", "idle %", "steal %", "reported MB")
 	first := s[0]
 	prev := first
 	for k, j := range machine.TenthEnds(len(s), func(i int) time.Time { return s[i].at }) {
@@ -464,8 +485,13 @@ func printTenths(w io.Writer, name string, s []brokerSample) {
 		} else {
 			fmt.Fprintf(w, " %12s %10s", "-", "-")
 		}
-		if cur.reported >= 0 && prev.reported >= 0 {
-			fmt.Fprintf(w, " %12.0f", float64(cur.reported-prev.reported)/1e6)
+		if tenths != nil {
+			fmt.Fprintf(w, " %7.0f %7.0f", tenths[k].Idle, tenths[k].Steal)
+		} else {
+			fmt.Fprintf(w, " %7s %7s", "-", "-")
+		}
+		if tenths != nil && tenths[k].ReportedMB != nil {
+			fmt.Fprintf(w, " %12.0f", *tenths[k].ReportedMB)
 		} else {
 			fmt.Fprintf(w, " %12s", "-")
 		}
