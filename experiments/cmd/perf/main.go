@@ -441,9 +441,8 @@ func sampleBroker(pid, tool int) func() []brokerSample {
 // seconds in the tenth; and what the whole machine did in the tenth
 // (machine.Tenths): the share of both CPUs' time idle and stolen by the
 // host, and, on a guest whose kernel counts it, the MB of freed memory
-// reported to the host. A tenth slower than the others with as much idle
-// and no steal waited on something of ours; one with steal, or with memory
-// reported before it, was slowed by the machine.
+// reported to the host. A slow tenth with steal or memory reported was
+// slowed by the machine; one with neither is ours to explain.
 func printTenths(w io.Writer, name string, s []brokerSample) {
 	if len(s) < 11 {
 		return
