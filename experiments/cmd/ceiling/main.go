@@ -156,10 +156,28 @@ func measure(ctx context.Context, o options, w io.Writer) error {
 		}
 		u := stats.Median(ours[p.ours])
 		fmt.Fprintf(w, "%-32s %14.0f %14.0f %8.0f%%\n", p.what, c, u, 100*u/c)
+		fmt.Fprintf(w, "%-32s %s\n", "  round by round", roundByRound(probe[p.probe], ours[p.ours]))
 		fmt.Fprintf(w, "result: probe=%s ceiling_msg_per_s=%.0f ours=%s ours_msg_per_s=%.0f fraction=%.3f rounds=%d\n",
 			p.probe, c, p.ours, u, u/c, o.rounds)
 	}
 	return nil
+}
+
+// roundByRound is each round's ours over that round's probe, "0.93 0.62
+// 0.76": how far apart the rounds lie says how much one median can move.
+func roundByRound(probe, ours []float64) string {
+	var b strings.Builder
+	for i := range min(len(probe), len(ours)) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if probe[i] > 0 {
+			fmt.Fprintf(&b, "%.2f", ours[i]/probe[i])
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
 }
 
 // runPerf runs make perf's command once and returns each tool's msg_per_s,

@@ -1,0 +1,18 @@
+package main
+
+import "testing"
+
+// Ceiling-1 of results/ceiling-2026-12-07f, batch 1: 837,018 / 901,790 =
+// 0.928, 610,928 / 979,619 = 0.624, 713,513 / 940,480 = 0.759; a round
+// whose probe measured nothing prints "-".
+func TestRoundByRound(t *testing.T) {
+	if got, want := roundByRound([]float64{901790, 979619, 940480}, []float64{837018, 610928, 713513}), "0.93 0.62 0.76"; got != want {
+		t.Errorf("roundByRound = %q, want %q", got, want)
+	}
+	if got, want := roundByRound([]float64{0, 100}, []float64{50, 150}), "- 1.50"; got != want {
+		t.Errorf("roundByRound = %q, want %q", got, want)
+	}
+	if got := roundByRound(nil, nil); got != "" {
+		t.Errorf("no rounds: %q, want empty", got)
+	}
+}
